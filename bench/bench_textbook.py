@@ -67,6 +67,8 @@ from bench.data_paths import CORPUS  # noqa: E402
 from htam_core.memory.knowledge import load_knowledge  # noqa: E402
 from htam_core.source import SourceError, load, parse_text  # noqa: E402
 from htam_core.source.analysis import analyze  # noqa: E402
+from htam_core.source.included import included_kernels  # noqa: E402
+from htam_core.source.model import Kernel, SourceModel  # noqa: E402
 from htam_core.transforms._cuda import launch_change_hazard, load_unit  # noqa: E402
 from htam_core.transforms.registry import is_structural  # noqa: E402
 
@@ -206,7 +208,7 @@ def own_gpu(pair: Pair, folder: Path, work: Path, budget: int, trials: int, memo
     dest = work / f"own-{pair.name}"
     shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(folder, dest)
-    row = engine_row(dest / "naive.cu", pair.naive, budget, trials, memory)
+    row = engine_row(_kernel_file(dest / "naive.cu", pair.naive), pair.naive, budget, trials, memory)
     if "error" in row:
         return row
     verdict, why = _cli_json(["verify", str(dest / "expert.cu"), "--against", str(dest / "naive.cu"),
@@ -247,6 +249,36 @@ def corpus_root(arg: Path | None) -> Path:
     return Path(env) if env else CORPUS
 
 
+def _in_header(model: SourceModel, path: Path, naive: str) -> tuple[SourceModel, Path, Kernel | None]:
+    """The kernel ``naive`` where the file ``path`` (``model``) reaches it: in a local header it includes
+    (``#include "dwconv.cuh"``, :func:`~htam_core.source.included.included_kernels`), read in that header (the steps
+    are offered and compiled there, its launch found in the including file); ``(model, path, None)`` when no header
+    defines it."""
+    for h in included_kernels(model):
+        if naive not in {n.split("(")[0].split("::")[-1] for n in h.names}:
+            continue
+        try:
+            hm = load(h.path)
+        except (SourceError, OSError):
+            continue
+        k = next((k for k in hm.kernels if k.name == naive and not k.incomplete), None)
+        if k is not None:
+            return hm, Path(h.path), k
+    return model, path, None
+
+
+def _kernel_file(path: Path, naive: str) -> Path:
+    """The file that defines kernel ``naive``: ``path``, or the local header it includes that does
+    (:func:`_in_header`); ``path`` when neither can be read."""
+    try:
+        model = load(path)
+    except (SourceError, OSError):
+        return path
+    if any(k.name == naive for k in model.kernels):
+        return path
+    return _in_header(model, path, naive)[1]
+
+
 def static_facts(path: Path, naive: str, textbook: tuple[str, ...] | None, common: Path, cache: Path,
                  compile_edits: bool = True, includes: tuple[Path, ...] = ()) -> dict[str, Any]:
     """The static part of a row for kernel ``naive`` of ``path``: offered steps, the textbook steps that are
@@ -265,6 +297,9 @@ def static_facts(path: Path, naive: str, textbook: tuple[str, ...] | None, commo
         row["error"] = f"not loaded: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
         return row
     kernel = next((k for k in model.kernels if k.name == naive and not k.incomplete), None)
+    if kernel is None:  # a naive.cu with main() only, whose kernel is in a header it includes
+        model, path, kernel = _in_header(model, path, naive)
+        row["kernel_file"] = path.name if kernel is not None else None
     if kernel is None:
         row["error"] = f"kernel {naive} not found"
         return row

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         model = settle_incomplete(load(str(path)))  # the compiler decides what is incomplete
     except SourceError as exc:
         raise UsageError(str(exc)) from None
-    name = resolve_kernel(args.file, args.kernel)
+    name = resolve_kernel(args.file, args.kernel, "harness infer")
     try:
         name = model.selector(model.kernel(name))
     except KeyError as exc:

@@ -60,9 +60,11 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     if not model.kernels:  # the same line as profile/suggest, not an empty table
+        # start-up cost: the header reader loads only for a file with no kernel
         from htam_core.cli.kernel_arg import no_kernel_message
+        from htam_core.source.included import included_kernel_hint
 
-        print(no_kernel_message(os.path.basename(args.file)))
+        print(no_kernel_message(os.path.basename(args.file), included_kernel_hint(model, "suggest")))
         return 0
     from rich.console import Console
     from rich.markup import escape

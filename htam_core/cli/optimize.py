@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     from htam_core.optimize import OptimizeError, OptimizeTask, ProgressEvent, run_optimize
 
     require_source(args.file)
-    args.kernel = resolve_kernel(args.file, args.kernel)
+    args.kernel = resolve_kernel(args.file, args.kernel, "optimize")
     if args.budget < 1:
         raise UsageError("--budget must be at least 1")
     try:

@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     from htam_core.types.errors import ProfileError
 
     require_source(args.file)
-    args.kernel = resolve_kernel(args.file, args.kernel)
+    args.kernel = resolve_kernel(args.file, args.kernel, "profile")
     constexprs = _parse_constexprs(args.constexpr)
     static = True if args.static else None
     if not args.static and (why := no_gpu_reason()) is not None:

@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     from htam_core.source import SourceError, load
 
     require_source(args.file)
-    args.kernel = resolve_kernel(args.file, args.kernel)
+    args.kernel = resolve_kernel(args.file, args.kernel, "suggest")
     if args.top < 1:
         raise UsageError("--top must be at least 1")
     try:

@@ -35,6 +35,7 @@ from htam_core.source.analysis.triton_names import binding_imports
 from htam_core.source.analysis.unit import CudaSource, cuda_source
 from htam_core.source.api import parse_text
 from htam_core.source.model import Kernel, KernelFeatures, SourceModel
+from htam_core.source.workspace import launch_unit
 from htam_core.types.language import kinds, traits
 from htam_core.types.profile import Profile
 
@@ -287,10 +288,14 @@ def kernel_analysis(kernel: Kernel, model: SourceModel | None = None, header: st
 
 def _file_analysis(model: SourceModel | None, kernel: Kernel | None) -> KernelFacts | None:
     """The analysis-layer facts of ``kernel`` read in its file ``model`` (a CUDA file's shared-memory accessor
-    structs and barrier handles included), or ``None`` without both."""
+    structs and barrier handles included), or ``None`` without both. A kernel its own file does not launch (one in
+    a header, launched from the ``.cu`` file that includes it) is read in its joint launch unit
+    (:func:`~htam_core.source.workspace.launch_unit`, the unit the transforms read it in), so that the facts that
+    depend on its launches (the block a tile is sized by) are those of its launches."""
     if model is None or kernel is None:
         return None
-    return analyze(model, kernel)
+    unit = launch_unit(model, kernel) if not kernel.launch_sites and model.path else None
+    return analyze(unit.model, unit.kernel) if unit is not None else analyze(model, kernel)
 
 
 _EXP = frozenset({"exp", "exp2", "expf", "exp2f", "__expf", "__exp2f", "hexp", "h2exp"})

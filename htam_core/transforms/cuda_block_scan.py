@@ -24,6 +24,7 @@ from dataclasses import replace
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.forms import KernelText
 from htam_core.source.analysis.prefix_loop import PrefixLoop, segment_prefix_loop
+from htam_core.source.analysis.running_sum import running_sum_refusal
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, statement_span
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
@@ -45,9 +46,11 @@ _NAMES = re.compile(r"\bhtam_(?:warp_sums|lane|warp|v|e|w|o|t)\b")
 def prefix_loop(unit: CudaUnit) -> PrefixLoop | str:
     """The kernel's segment prefix loop (analysis layer, :func:`segment_prefix_loop`), or why the step is not made:
     no such loop, or a block a warp scan cannot run on."""
-    found = segment_prefix_loop(KernelText(unit.source, unit.facts))
+    view = KernelText(unit.source, unit.facts)
+    found = segment_prefix_loop(view)
     if isinstance(found, str):
-        return found
+        running = running_sum_refusal(view)
+        return f"{found}; {running}" if running else found
     return found if found.block_problem is None else found.block_problem
 
 

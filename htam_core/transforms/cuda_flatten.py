@@ -40,8 +40,9 @@ consecutive addresses); the "one thread per output element" mapping of elementwi
 from __future__ import annotations
 
 from htam_core.source.analysis import nodes as syn
-from htam_core.source.analysis.forms import Elementwise, elementwise, is_lvalue
+from htam_core.source.analysis.forms import Elementwise, KernelText, elementwise, is_lvalue
 from htam_core.source.analysis.nodes import Node
+from htam_core.source.analysis.running_sum import running_sum_refusal
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, Launch, param_names, wrap_grid
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
@@ -158,7 +159,8 @@ def match(unit: CudaUnit) -> tuple[Elementwise, Node, str, Node] | str:
         return f"the loop on line {fact.line} has a nested loop"
     if fact.accumulators:
         names = ", ".join(a.name for a in fact.accumulators)
-        return f"the loop on line {fact.line} accumulates {names} across the row (a reduction: one warp per row fits)"
+        return running_sum_refusal(KernelText(unit.source, unit.facts), fact.line) or (
+            f"the loop on line {fact.line} accumulates {names} across the row (a reduction: one warp per row fits)")
     if ew.stmts[-1] != node:
         return f"statements follow the row loop on line {fact.line}"
     if not unit.facts.is_row_loop(fact, groups=True):

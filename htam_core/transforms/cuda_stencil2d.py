@@ -97,7 +97,7 @@ def reassigned_2d(unit: CudaUnit, st: Stencil2D) -> str | None:
     """A name the tile's load reads (a bound such as ``W``, the pitch, the window's pointer) that the body
     assigns, so its value at the top of the body, where the tile is loaded, may not be the one the reads see."""
     names = {s.name for g in tile_conditions_2d(st) for t in g for s in t.free_symbols}
-    names |= {s.name for s in st.pitch.free_symbols} | {st.pointer}
+    names |= {s.name for s in st.pitch.free_symbols | st.base.free_symbols} | {st.pointer}
     names |= {s.name for ax in st.clamps for b in ax if b is not None for s in b.free_symbols}
     names -= {ELEMENT.name, ELEMENT_Y.name}
     return assigned_name(unit, names)
@@ -221,10 +221,11 @@ class Tile2D:
 
 def head_2d(unit: CudaUnit, st: Stencil2D, etype: str, tile: Tile2D, cast: str, cond: str) -> TextEdit | None:
     """The tile's declaration, its guarded cooperative load (one loop over the tile's flattened slots, strided by
-    the block's thread count) and the barrier, inserted at the top of the body; ``None`` when the pitch cannot be
-    spelled."""
-    pitch = c_text(st.pitch, {}, cast)
-    if pitch is None:
+    the block's thread count) and the barrier, inserted at the top of the body; ``None`` when the pitch or the
+    plane's offset cannot be spelled. The load reads the block's plane: the window's block-uniform offset
+    (:attr:`~htam_core.source.analysis.facts.Stencil2D.base`, ``blockIdx.z * H * W``) is added to each element's."""
+    pitch, base = c_text(st.pitch, {}, cast), c_text(st.base, {}, cast)
+    if pitch is None or base is None:
         return None
     x0 = c_text(tile.bx * _BX + tile.lx, {}, cast)
     y0 = c_text(tile.by * _BY + tile.ly, {}, cast)
@@ -232,6 +233,7 @@ def head_2d(unit: CudaUnit, st: Stencil2D, etype: str, tile: Tile2D, cast: str, 
     if cx is None or cy is None:
         return None
     threads = tile.bx * tile.by
+    plane = "" if st.base == 0 else f"{base} + "
     lines = [f"// the block's window of {st.pointer} (its {tile.by} x {tile.bx} elements and the halo) read once "
              "from global memory, loaded where the original reads",
              f"__shared__ {etype} {TILE}[{tile.rows}][{tile.cols}];",
@@ -239,7 +241,7 @@ def head_2d(unit: CudaUnit, st: Stencil2D, etype: str, tile: Tile2D, cast: str, 
              f"htam_k += {threads}) {{",
              f"    const int htam_r = htam_k / {tile.cols}, htam_c = htam_k % {tile.cols};",
              f"    const {cast} htam_ey = {y0} + htam_r, htam_ex = {x0} + htam_c;",
-             *guard_lines(cond, f"{TILE}[htam_r][htam_c] = {st.pointer}[{cy} * {pitch} + {cx}];"),
+             *guard_lines(cond, f"{TILE}[htam_r][htam_c] = {st.pointer}[{plane}{cy} * {pitch} + {cx}];"),
              "}",
              "__syncthreads();  // every thread reaches it: the tile is complete before any window read"]
     return insert_top(unit, lines)

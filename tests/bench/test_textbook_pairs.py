@@ -85,3 +85,49 @@ def test_pairs_from_an_outside_folder_are_run_in_place_of_the_projects(tmp_path:
     assert [r["pair"] for r in rows] == ["own mine"]
     assert rows[0]["textbook_makeable"] and rows[0]["unseen"]
     assert "makeable on 1 of 1 of them" in (out / "table.md").read_text()
+
+
+PLANE_HEADER = """#pragma once
+__global__ void blur(const float *in, float *out, int C, int H, int W) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y, c = blockIdx.z;
+    if (x < 1 || y < 1 || x >= W - 1 || y >= H - 1) return;
+    const float *src = in + (size_t)c * H * W;
+    out[((size_t)c * H + y) * W + x] = src[y * W + x - 1] + src[y * W + x + 1] + src[(y - 1) * W + x];
+}
+"""
+
+PLANE_MAIN = """#include <cuda_runtime.h>
+#include "INCLUDE"
+int main() {
+    const int C = 4, H = 64, W = 64;
+    float *in, *out;
+    cudaMalloc(&in, C * H * W * sizeof(float));
+    cudaMalloc(&out, C * H * W * sizeof(float));
+    blur<<<dim3(W / 32, H / 8, C), dim3(32, 8)>>>(in, out, C, H, W);
+    cudaDeviceSynchronize();
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("include", ["blur.cuh", "kernels/blur.cuh"])
+def test_a_naive_kernel_in_an_included_header_is_counted(include: str, tmp_path: Path) -> None:
+    """A pair whose ``naive.cu`` holds only ``main()`` and includes the kernel's header is read from that header
+    (its launch from ``naive.cu``), not listed as not counted."""
+    (tmp_path / include).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / ".git").mkdir()  # a repository: the header's launch is searched in its parent folder too
+    (tmp_path / include).write_text(PLANE_HEADER)
+    (tmp_path / "naive.cu").write_text(PLANE_MAIN.replace("INCLUDE", include))
+    (tmp_path / "cache").mkdir()
+    row = tb.static_facts(tmp_path / "naive.cu", "blur", ("stencil_smem_tile",), tmp_path, tmp_path / "cache",
+                          shutil.which("nvcc") is not None)
+    assert row["error"] is None and row["kernel_file"] == "blur.cuh"
+    assert row["textbook_makeable"] == ["stencil_smem_tile"], (row["textbook_refused"], row["compile_errors"])
+    assert tb._kernel_file(tmp_path / "naive.cu", "blur") == tmp_path / include
+
+
+def test_a_kernel_no_included_header_defines_is_not_found(tmp_path: Path) -> None:
+    (tmp_path / "other.cuh").write_text(PLANE_HEADER.replace("blur", "sharpen"))
+    (tmp_path / "naive.cu").write_text(PLANE_MAIN.replace("INCLUDE", "other.cuh"))
+    row = tb.static_facts(tmp_path / "naive.cu", "blur", ("stencil_smem_tile",), tmp_path, tmp_path / "cache", False)
+    assert row["error"] == "kernel blur not found"

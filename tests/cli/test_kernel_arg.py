@@ -68,3 +68,51 @@ def test_a_device_function_says_so(tmp_path, capsys, cmd):
     assert len(err) == 1 and "'_helper' in" in err[0], err
     assert "is a device function (lines 5-7), not a kernel: pass a kernel instead (double_kernel, add_kernel)" \
         in err[0], err
+
+
+HEADER_KERNEL = """#pragma once
+__global__ void dwconv3x3(const float *in, float *out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = 2.0f * in[i];
+}
+"""
+
+
+@pytest.mark.parametrize("include, quote", [("dwconv.cuh", '"'), ("ops/dwconv.cuh", '"'), ("inner.h", '"')])
+@pytest.mark.parametrize("cmd", ["kernels", "suggest", "optimize", "profile", "harness"])
+def test_a_kernel_in_an_included_header_is_named_with_its_file(tmp_path, capsys, monkeypatch, include, quote, cmd):
+    """``naive.cu`` with ``#include "dwconv.cuh"`` and only ``main()``: every command says which header defines the
+    kernel and what to run (the header in a sub-folder, or reached through another header, alike)."""
+    monkeypatch.chdir(tmp_path)
+    header = "ops/dwconv.cuh" if include == "ops/dwconv.cuh" else "dwconv.cuh"
+    (tmp_path / header).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / header).write_text(HEADER_KERNEL)
+    if include == "inner.h":  # reached through a header that defines no kernel
+        (tmp_path / "inner.h").write_text('#pragma once\n#include "dwconv.cuh"\n')
+    (tmp_path / "naive.cu").write_text(f"#include {quote}{include}{quote}\nint main() {{ return 0; }}\n")
+    argv = ["harness", "infer", "naive.cu"] if cmd == "harness" else [cmd, "naive.cu"]
+    rc = main(argv)
+    out = capsys.readouterr()
+    text = (out.out + out.err).strip()
+    assert rc == (0 if cmd == "kernels" else 2)
+    run = "suggest" if cmd == "kernels" else "harness infer" if cmd == "harness" else cmd
+    assert f"naive.cu defines no kernel; it includes {header}, which defines dwconv3x3: run htam {run} {header}" in text
+    assert "\n" not in text
+
+
+def test_a_given_kernel_defined_in_an_included_header_names_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "k.cuh").write_text(HEADER_KERNEL)
+    (tmp_path / "sub" / "naive.cu").write_text('#include "k.cuh"\n__global__ void other(float *x) { x[0] = 1; }\n')
+    assert main(["suggest", "sub/naive.cu", "--kernel", "dwconv3x3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("htam: error: naive.cu does not define dwconv3x3; it includes k.cuh, which defines dwconv3x3: "
+                   "run htam suggest sub/k.cuh")
+
+
+def test_a_system_include_is_not_followed(tmp_path):
+    (tmp_path / "dwconv.cuh").write_text(HEADER_KERNEL)
+    (tmp_path / "naive.cu").write_text("#include <dwconv.cuh>\nint main() { return 0; }\n")
+    with pytest.raises(UsageError, match="open the file that defines it"):
+        resolve_kernel(str(tmp_path / "naive.cu"), None)

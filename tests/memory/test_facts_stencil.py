@@ -116,3 +116,33 @@ def test_a_2d_stencil_launched_with_a_run_time_block_is_not_offered_the_tile():
     f = _facts(text)
     assert f["stencil_like"] is True and f["stencil_window"] is False
     assert KB.strategy("stencil_smem_tile").applies.evaluate(f) is False
+
+
+HEADER_STENCIL = """#pragma once
+__global__ void dw(const float *in, float *out, int C, int H, int W) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y, c = blockIdx.z;
+    if (x < 1 || y < 1 || x >= W - 1 || y >= H - 1) return;
+    size_t p = ((size_t)c * H + y) * W + x;
+    out[p] = in[p - 1] + in[p + 1] + in[p - W] + in[p + W];
+}
+"""
+
+
+@pytest.mark.parametrize("include", ["dw.cuh", "ops/dw.cuh"])
+def test_a_2d_stencil_in_a_header_is_offered_through_its_launch_in_the_including_file(include, tmp_path):
+    """The 2-D tile is sized by the launch's block: a kernel in a header, launched from the ``.cu`` file that
+    includes it, is read with that launch (as the transform reads it), so the tile is offered for it."""
+    from htam_core.source import load  # the file's path locates its workspace
+
+    (tmp_path / include).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / ".git").mkdir()  # a repository: the launch search covers it, the header's sub-folder included
+    (tmp_path / include).write_text(HEADER_STENCIL)
+    (tmp_path / "main.cu").write_text(f'#include "{include}"\nvoid run(const float *i, float *o, int C, int H, int W) '
+                                      "{ dw<<<dim3(W / 32, H / 8, C), dim3(32, 8)>>>(i, o, C, H, W); }\n")
+    model = load(str(tmp_path / include))
+    k = model.kernel("dw")
+    assert compute_facts(k.features, k.language, kernel=k, model=model)["stencil_window"] is True
+    (tmp_path / "main.cu").write_text(f'#include "{include}"\n')  # no launch anywhere: no block to size the tile
+    model = load(str(tmp_path / include))
+    k = model.kernel("dw")
+    assert compute_facts(k.features, k.language, kernel=k, model=model)["stencil_window"] is False

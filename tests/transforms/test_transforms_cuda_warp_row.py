@@ -42,7 +42,7 @@ def test_suite_kernels(cand):
 
 
 @pytest.mark.parametrize("kernel,needle", [
-    ("row_prefix", "reads acc while it reduces"),
+    ("row_prefix", "is a running sum"),
     ("row_sum_odd_block", "not a constant multiple of 32"),
     ("row_write_in_loop", "does not depend on j"),
     ("row_step_two", "does not step j by 1"),

@@ -661,6 +661,9 @@ class Stencil2D:
         clamps: per axis ``(x, y)``, the ``(lo, hi)`` clamp every read's coordinate along it is held to
             (clamp-to-edge, :mod:`~htam_core.source.analysis.clamp`), ``None`` sides for none.
         clamp_locals: the locals holding a read's clamped coordinate (``int xx = min(max(x + dx, 0), W - 1);``).
+        base: the offset every read adds that is the same for every thread of a block (``0`` for none): a plane's,
+            channel's or batch's start fixed per block (``c = blockIdx.z; in[((size_t)c * H + y) * W + x]``, ``in +
+            c * H * W`` as a base pointer), over the block-uniform builtins (``blockIdx.z``) and the parameters.
     """
 
     pointer: str
@@ -668,6 +671,7 @@ class Stencil2D:
     reads: tuple[Stencil2DRead, ...]
     clamps: tuple[tuple[sympy.Expr | None, sympy.Expr | None], ...] = ((None, None), (None, None))
     clamp_locals: tuple[str, ...] = ()
+    base: sympy.Expr = sympy.Integer(0)
 
     @property
     def lo(self) -> tuple[int, int]:

@@ -46,6 +46,7 @@ from htam_core.source.analysis.stencil import (
     THREAD,
     _other_use,
     _read_conditions,
+    c_text,
     common_clamp,
     computed_name,
 )
@@ -62,6 +63,8 @@ _TX, _TY, _BX, _BY = sym("threadIdx.x"), sym("threadIdx.y"), sym("blockIdx.x"), 
 _BDX, _BDY = sym("blockDim.x"), sym("blockDim.y")
 _X, _Y, _EX = sym("stencil.x"), sym("stencil.y"), sym("stencil.ex")
 _BUILTINS = {_TX, _TY, _BX, _BY, _BDX, _BDY, sym("threadIdx.z"), sym("blockIdx.z"), sym("blockDim.z")}
+#: The block-uniform builtins a plane's offset and a condition on no axis may read (``c = blockIdx.z; if (c >= C)``).
+_PLANE = {sym("blockIdx.z"), sym("blockDim.z")}
 _KINDS = ("subscript_expression", "pointer_expression", "call_expression")
 
 
@@ -103,27 +106,33 @@ def _window_loops(a: Access, loops: tuple[LoopFact, ...], pitch: sympy.Expr
     return found[0], found[1]
 
 
-def _split_rest(rest: sympy.Expr, pitch: sympy.Expr) -> tuple[int, int] | None:
-    """``(cx, cy)`` with ``rest == cy * pitch + cx``, or ``None``; for a constant pitch, ``|cx| <= pitch / 2``."""
+def _split_rest(rest: sympy.Expr, pitch: sympy.Expr) -> tuple[int, int, sympy.Expr] | None:
+    """``(cx, cy, base)`` with ``rest == base + cy * pitch + cx``: ``cx``/``cy`` integers (for a constant pitch,
+    ``|cx| <= pitch / 2``) and ``base`` the part of ``rest`` that is neither a constant nor a constant number of rows
+    (a plane's offset, ``blockIdx.z * H * W``; ``0`` for none); ``None`` when the constants do not split so."""
+    rest = sympy.expand(rest)
     if pitch.is_Integer:
-        if not rest.is_Integer or pitch <= 0:
+        k, base = rest.as_coeff_Add()
+        if not k.is_Integer or pitch <= 0:
             return None
-        cy = int(sympy.floor(sympy.Rational(int(rest), int(pitch)) + sympy.Rational(1, 2)))
-        return int(rest) - cy * int(pitch), cy
+        cy = int(sympy.floor(sympy.Rational(int(k), int(pitch)) + sympy.Rational(1, 2)))
+        return int(k) - cy * int(pitch), cy, base
     if not pitch.free_symbols:
         return None
     s = sorted(pitch.free_symbols, key=str)[0]
     k = pitch.coeff(s)
     if not k.is_Integer or k == 0 or sympy.expand(pitch - k * s).has(s):
         return None
-    cy = sympy.expand(rest.coeff(s) / k)
-    cx = sympy.expand(rest - cy * pitch)
-    return (int(cx), int(cy)) if cx.is_Integer and cy.is_Integer else None
+    cy = sympy.expand(rest.coeff(s) / k).as_coeff_Add()[0]
+    cx, base = sympy.expand(rest - cy * pitch).as_coeff_Add()
+    return (int(cx), int(cy), base) if cx.is_Integer and cy.is_Integer else None
 
 
-def _offsets(a: Access, pitch: sympy.Expr, u: str | None, v: str | None
-             ) -> tuple[int, int, sympy.Expr, sympy.Expr] | str:
-    """``(cx, cy, BX, BY)`` for a read ``a`` at ``(y + cy + v) * pitch + x + cx + u``, or why not."""
+def _offsets(a: Access, pitch: sympy.Expr, u: str | None, v: str | None, banned: set[sympy.Symbol]
+             ) -> tuple[int, int, sympy.Expr, sympy.Expr, sympy.Expr] | str:
+    """``(cx, cy, BX, BY, base)`` for a read ``a`` at ``base + (y + cy + v) * pitch + x + cx + u``, ``base`` an
+    offset the same for every thread of a block (a plane's, ``blockIdx.z * H * W``: it reads none of ``banned``,
+    the thread indices, ``blockIdx.x``/``y`` and the loop variables), or why not."""
     idx = sympy.expand(a.index - (sym(u) if u else 0) - (pitch * sym(v) if v else 0))  # type: ignore[operator]
     ex = sympy.expand(idx.coeff(_BX))
     ey = sympy.expand(sympy.cancel(idx.coeff(_BY) / pitch))
@@ -132,7 +141,15 @@ def _offsets(a: Access, pitch: sympy.Expr, u: str | None, v: str | None
         if e != bd and not (e.is_Integer and e > 0):
             return why
     got = _split_rest(sympy.expand(idx - ex * _BX - _TX - pitch * (ey * _BY + _TY)), pitch)
-    return why if got is None else (got[0], got[1], ex, ey)
+    if got is None:
+        return why
+    if got[2].free_symbols & banned:
+        return f"the read {a.index_text} is at the global thread index (x, y) plus an offset that differs " \
+               "between the threads of a block"
+    if c_text(got[2], {}, "int") is None:
+        return f"the read {a.index_text} is at the global thread index (x, y) plus a plane offset that is not a sum " \
+               "of products of block indices and parameters (a division or a remainder)"
+    return got[0], got[1], ex, ey, got[2]
 
 
 def _axis_of(t: sympy.Expr) -> str | None:
@@ -193,16 +210,18 @@ def _clamp_axes(index: sympy.Expr, clamps: dict[sympy.Symbol, Clamp]) -> tuple[_
 
 
 def _read(src: CudaSource, expr: ExprOf, a: Access, loops: tuple[LoopFact, ...], pitch: sympy.Expr
-          ) -> Stencil2DRead | str:
-    """One read of the window pointer in the 2-D normal form, or why it is not one."""
+          ) -> tuple[Stencil2DRead, sympy.Expr] | str:
+    """One read of the window pointer in the 2-D normal form with its block-uniform base offset (a plane's,
+    :func:`_offsets`), or why it is not one."""
     lps = _window_loops(a, loops, pitch)
     if isinstance(lps, str):
         return lps
     u, v = (lp.var if lp else None for lp in lps)
-    off = _offsets(a, pitch, u, v)
+    banned = {_TX, _TY, sym("threadIdx.z"), _BX, _BY} | {sym(lp.var) for lp in loops if lp.var}
+    off = _offsets(a, pitch, u, v, banned)
     if isinstance(off, str):
         return off
-    cx, cy, ex, ey = off
+    cx, cy, ex, ey, base = off
     node = src.node_at(a.span, _KINDS)
     bounds = access_bounds(node, src.body, src.src, expr) if node is not None else None
     if bounds is None:
@@ -212,12 +231,11 @@ def _read(src: CudaSource, expr: ExprOf, a: Access, loops: tuple[LoopFact, ...],
         subs[sym(u)] = _EX - _X - cx
     if v:
         subs[sym(v)] = ELEMENT_Y - _Y - cy
-    banned = _BUILTINS | {sym(lp.var) for lp in loops if lp.var}
-    terms = _axis_terms(bounds, subs, banned)
+    terms = _axis_terms(bounds, subs, (_BUILTINS - _PLANE) | banned)
     if isinstance(terms, str):
         return terms
     return Stencil2DRead(a, _axis_read(a, cx, lps[0], terms["x"] + terms[""], _X, _EX, ex),
-                         _axis_read(a, cy, lps[1], terms["y"], _Y, ELEMENT_Y, ey))
+                         _axis_read(a, cy, lps[1], terms["y"], _Y, ELEMENT_Y, ey)), base
 
 
 def _neighbours(reads: list[Access], loops: tuple[LoopFact, ...]) -> bool:
@@ -270,11 +288,14 @@ def _of_pointer(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pf: 
     bad = [g for g in got if isinstance(g, str)]
     if bad:
         return bad[0]
-    rs = [g for g in got if not isinstance(g, str)]
+    rs = [g[0] for g in got if not isinstance(g, str)]
     if len({(r.x.extent, r.y.extent) for r in rs}) != 1:
         return f"the reads of {pf.name} use different block extents"
+    bases = {g[1] for g in got if not isinstance(g, str)}
+    if len(bases) != 1:
+        return f"the reads of {pf.name} are at different plane offsets"
     st = _clamped(rs, sides)
-    return st if isinstance(st, str) else replace(st, pointer=pf.name, pitch=pitch)
+    return st if isinstance(st, str) else replace(st, pointer=pf.name, pitch=pitch, base=bases.pop())
 
 
 def find_stencil2d(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pointers: tuple[PointerFacts, ...],
@@ -305,11 +326,12 @@ def find_stencil2d(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], p
         if not isinstance(got, str):
             got = replace(got, clamp_locals=clamp_locals(src, [s for _, c in pairs for s in c]))
             bounds = [b for ax in got.clamps for b in ax if b is not None]
-            name = computed_name([t for g in tile_conditions_2d(got) for t in g] + [got.pitch, *bounds], scalars)
+            name = computed_name([t for g in tile_conditions_2d(got) for t in g] + [got.pitch, got.base, *bounds],
+                                 scalars)
             if not name:
                 return got
-            got = f"the window's bounds or row pitch read {name}, which the kernel computes; a tile would be loaded " \
-                  "before it"
+            got = f"the window's bounds, row pitch or plane offset read {name}, which the kernel computes; a tile " \
+                  "would be loaded before it"
         why = why or got
     return why
 

@@ -140,3 +140,62 @@ def test_a_bound_the_kernel_computes_is_not_read_as_a_window():
     f2, f1 = facts_of_text(two, "k"), facts_of_text(one, "k")
     assert not f2.stencils2d and "which the kernel computes" in f2.stencil2d_refusal
     assert not f1.stencils and "which the kernel computes" in f1.stencil_refusal
+
+
+PLANE_HEAD = "__global__ void k(const float *in, float *out, int C, int H, int W, int HW) {\n"
+PLANE_TAIL = ("\n}\nvoid launch(const float *in, float *out, int C, int H, int W) {\n"
+              "    k<<<dim3((W + 7) / 8, (H + 3) / 4, C), dim3(8, 4)>>>(in, out, C, H, W, H * W);\n}\n")
+
+#: body -> (the plane offset every read adds, (x lo, x hi), (y lo, y hi))
+PLANES = {
+    "depthwise taps, 64-bit": (
+        XY + "int c = blockIdx.z;\nif (x >= W || y >= H) return;\nfloat s = 0;\n"
+        "for (int dy = 0; dy < 3; ++dy) for (int dx = 0; dx < 3; ++dx) { int yy = y + dy - 1, xx = x + dx - 1;\n"
+        "if (yy >= 0 && yy < H && xx >= 0 && xx < W) s += in[((size_t)c * H + yy) * W + xx]; }\n"
+        "out[((size_t)c * H + y) * W + x] = s;", "H * W * c", (-1, 1), (-1, 1)),
+    "flat index local": (
+        XY + "int c = blockIdx.z;\nif (x < 1 || y < 1 || x >= W - 1 || y >= H - 1) return;\n"
+        "size_t p = ((size_t)c * H + y) * W + x;\nout[p] = in[p - 1] + in[p + 1] + in[p - W] + in[p + W];",
+        "H * W * c", (-1, 1), (-1, 1)),
+    "base pointer, plane guard": (
+        XY + "if (blockIdx.z >= C) return;\nconst float *src = in + (size_t)blockIdx.z * H * W;\n"
+        "if (x > 0 && y > 0 && x < W - 1 && y < H - 1) out[blockIdx.z * HW + y * W + x] = "
+        "src[y * W + x - 1] + src[(y + 1) * W + x];", "H * W * c", (-1, 0), (0, 1)),
+    "plane size parameter": (
+        XY + "if (x > 0 && y > 0 && x < W - 1 && y < H - 1) out[blockIdx.z * HW + y * W + x] = "
+        "in[blockIdx.z * HW + y * W + x - 1] + in[blockIdx.z * HW + (y - 1) * W + x];", "HW * c", (-1, 0), (-1, 0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLANES))
+def test_a_plane_offset_fixed_per_block_is_part_of_the_window(name):
+    """``c = blockIdx.z`` selects a plane (a channel, a batch entry) the whole block reads: the window is that
+    plane's, its offset read once as the window's base."""
+    body, base, xs, ys = PLANES[name]
+    f = facts_of_text(PLANE_HEAD + body + PLANE_TAIL, "k")
+    assert f.stencils2d, f.stencil2d_refusal
+    st = f.stencils2d[0]
+    names = {n: sym(n) for n in ("H", "W", "HW")} | {"c": sym("blockIdx.z")}
+    assert sympy.expand(st.base - sympy.sympify(base, locals=names)) == 0
+    assert st.pitch == sym("W") and (st.lo[0], st.hi[0]) == xs and (st.lo[1], st.hi[1]) == ys
+
+
+def test_a_plain_2d_window_has_no_plane_offset():
+    prefix, body, _, _, _ = SPELLINGS["5-point, interior"]
+    assert _stencil(prefix, body).base == 0
+
+
+@pytest.mark.parametrize("body, why", [
+    (XY + "int c = blockIdx.z;\nif (x > 0 && y > 0 && x < W && y < H) out[(c * H + y) * W + x] = "
+     "in[(c * H + y) * W + x - 1] + in[((c + 1) * H + y - 1) * W + x];", "different plane offsets"),
+    (XY + "int c = threadIdx.z;\nif (x > 0 && y > 0 && x < W && y < H) out[(c * H + y) * W + x] = "
+     "in[(c * H + y) * W + x - 1] + in[(c * H + y - 1) * W + x];", "differs between the threads of a block"),
+    (XY + "int c = blockIdx.z % C;\nif (x > 0 && y > 0 && x < W && y < H) out[(c * H + y) * W + x] = "
+     "in[(c * H + y) * W + x - 1] + in[(c * H + y - 1) * W + x];", "a division or a remainder"),
+    (XY + "int c = C;\nif (H > 0) c = blockIdx.z;\nif (x > 0 && y > 0 && x < W && y < H) out[(c * H + y) * W + x] = "
+     "in[(c * H + y) * W + x - 1] + in[(c * H + y - 1) * W + x];", "which the kernel computes"),
+])
+def test_a_plane_offset_that_is_not_one_per_block_is_said_in_one_line(body, why):
+    f = facts_of_text(PLANE_HEAD + body + PLANE_TAIL, "k")
+    assert not f.stencils2d
+    assert why in f.stencil2d_refusal and "\n" not in f.stencil2d_refusal
