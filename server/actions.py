@@ -26,7 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from htam_core.editor import HarnessStatus, Kernel, Proposal, SourceModel, Verdict, content_hash, render
+from htam_core.editor import (
+    HarnessStatus,
+    Kernel,
+    Proposal,
+    SourceModel,
+    Verdict,
+    content_hash,
+    render,
+    table_header,
+)
 from htam_server import convert
 from htam_server.documents import OpenDocument
 from htam_server.progress import WorkProgress
@@ -187,7 +196,7 @@ async def _resolve_harness(ls: HtamLanguageServer, action: types.CodeAction, od:
         return _no_edit(ls, action, why, quiet)
     action.edit = convert.append_edit(ls, st.spec_path, text)
     if not quiet:
-        ls.show(f"HTAM: the inferred harness of {kernel.key} goes into {st.spec_path} as a new [kernel.{kernel.key}] "
+        ls.show(f"HTAM: the inferred harness of {kernel.key} goes into {st.spec_path} as a new {table_header(kernel.key)} "
                 "table: adjust it there; it now wins over inference" if save else
                 f"HTAM: the harness template for {kernel.key} goes into {st.spec_path}: check the guessed shapes, "
                 "write the reference, then profile again", types.MessageType.Info)

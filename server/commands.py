@@ -50,9 +50,10 @@ async def _target(ls: HtamLanguageServer, a: KernelTarget, single: bool) -> tupl
 
 
 def _select(ls: HtamLanguageServer, od: OpenDocument, kernels: list[Kernel], a: KernelTarget) -> list[Kernel]:
-    """The kernels ``a`` names: by name, else at its position, else all."""
+    """The kernels ``a`` names: by key (or every kernel answering to a shared name), else at its position, else
+    all."""
     if a.kernel is not None:
-        named = [k for k in kernels if k.name == a.kernel]
+        named = [k for k in kernels if k.key == a.kernel] or [k for k in kernels if k.answers_to(a.kernel)]
         if not named:
             raise CommandError(f"no kernel named {a.kernel!r} in {od.uri}")
         return named

@@ -19,8 +19,16 @@ from htam_core.harness.base import Harness, HarnessError
 from htam_core.harness.cu_main import has_main
 from htam_core.harness.infer_host import infer_cuda
 from htam_core.harness.infer_py import infer_harness
+from htam_core.harness.kernel_tables import select_kernel_table
 from htam_core.harness.pysource import parse_failure, read_py_facts
-from htam_core.harness.spec import SPEC_FILENAME, inside_spec_folder, key_line, load_toml, parse_kernel_table
+from htam_core.harness.spec import (
+    SPEC_FILENAME,
+    inside_spec_folder,
+    key_line,
+    load_toml,
+    parse_kernel_table,
+    table_header,
+)
 from htam_core.harness.template import write_template
 from htam_core.source import load
 from htam_core.source.model import SourceModel
@@ -147,6 +155,17 @@ def missing_harness_error(path: Path, kernel: str, model: SourceModel | None = N
         f"write the reference){extra}.", snippet=snippet, path=str(path.parent / SPEC_FILENAME), missing=True)
 
 
+def _model_of(path: Path, model: SourceModel | None) -> SourceModel | None:
+    """``model`` when it is the parse of ``path``, else ``path`` parsed; ``None`` when it cannot be read (the
+    ``htam.toml`` tables are then matched by their exact key)."""
+    if model is not None and model.path and Path(model.path).resolve() == path:
+        return model
+    try:
+        return load(path)
+    except (OSError, ValueError):
+        return None
+
+
 def _string_kernel(path: Path, kernel: str, model: SourceModel | None) -> bool:
     """Whether the Python file ``path`` holds ``kernel`` as CUDA in one of its strings (a cupy ``RawKernel``
     source, which a ``grid``/``block`` table launches directly, compiled from that string)."""
@@ -200,19 +219,21 @@ def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel |
         if not isinstance(kernels, dict):
             line = key_line(spec_path, (), "kernel")
             raise HarnessError(f"{spec_path}{f':{line}' if line else ''}: `kernel` must be a table of tables: "
-                               f"[kernel.{kernel_name}]", path=str(spec_path))
-        table = kernels.get(kernel_name)
-        if table is not None:
+                               f"{table_header(kernel_name)}", path=str(spec_path))
+        key = select_kernel_table(kernels, kernel_name, _model_of(p, model), spec_path=spec_path, file_path=p)
+        table = kernels.get(key) if key is not None else None
+        if key is not None and table is not None:
+            header = table_header(key)
             if not isinstance(table, dict):
-                line = key_line(spec_path, ("kernel",), kernel_name)
-                raise HarnessError(f"{spec_path}{f':{line}' if line else ''}: [kernel.{kernel_name}] must be a table "
+                line = key_line(spec_path, ("kernel",), key)
+                raise HarnessError(f"{spec_path}{f':{line}' if line else ''}: {header} must be a table "
                                    f"of keys (version, inputs, ...), got {table!r}", path=str(spec_path))
             fname = table.get("file")
             if fname is not None:
-                target = inside_spec_folder(spec_path, ("kernel", kernel_name), "file", fname)
+                target = inside_spec_folder(spec_path, ("kernel", key), "file", fname)
                 if not target.is_file():
-                    line = key_line(spec_path, ("kernel", kernel_name), "file")
-                    raise HarnessError(f"{spec_path}{f':{line}' if line else ''}: [kernel.{kernel_name}] file = "
+                    line = key_line(spec_path, ("kernel", key), "file")
+                    raise HarnessError(f"{spec_path}{f':{line}' if line else ''}: {header} file = "
                                        f"{fname!r} names {target}, which does not exist; fix the file name "
                                        "(relative to htam.toml) or remove the key", path=str(spec_path))
                 if target != p:
