@@ -240,6 +240,7 @@ def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel |
                     table = None  # describes a kernel of the same name in another file
             if table is not None:
                 h = parse_kernel_table(table, kernel=kernel_name, spec_path=spec_path, file_path=p)
+                h.source = f"{spec_path} {header}"  # the table as written (``[kernel."other::only"]`` for ``only``)
                 if p.suffix == ".py":
                     facts = read_py_facts(text)
                     if kernel_name in facts.triton_kernels:
