@@ -117,3 +117,13 @@ def test_the_session_profiles_the_kernel_asked_about(tmp_path, monkeypatch, name
         assert s.profile_view(str(path), a).entry is ea and s.profile_view(str(path), b).entry is eb
     finally:
         s.close()
+
+
+def test_an_auto_optimize_folder_of_a_shared_name_is_a_plain_folder_name():
+    from htam_core.editor.autooptimize import out_dir
+    from htam_core.optimize.task import OptimizeTask
+
+    assert out_dir("/p/k.cu", "f64::scale") == "/p/htam-out/k-f64_scale"
+    assert out_dir("/p/k.cu", "scale(double*, double, int)") == "/p/htam-out/k-scale_double_double_int"
+    assert out_dir("/p/k.cu", "only") == "/p/htam-out/k-only"  # a plain name is unchanged
+    assert OptimizeTask(path="/p/k.cu", kernel="f64::scale").resolved_out_dir().name == "k-f64_scale"
