@@ -26,7 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from htam_core.editor import HarnessStatus, Kernel, Proposal, SourceModel, Verdict, content_hash, render
+from htam_core.editor import (
+    HarnessStatus,
+    Kernel,
+    Proposal,
+    SourceModel,
+    Verdict,
+    content_hash,
+    render,
+    table_header,
+)
 from htam_server import convert
 from htam_server.documents import OpenDocument
 from htam_server.progress import WorkProgress
@@ -50,7 +59,7 @@ def _wanted(kind: str, only: list[str] | None) -> bool:
 
 def cached_status(ls: HtamLanguageServer, od: OpenDocument, kernel: Kernel) -> HarnessStatus | None:
     """The kernel's harness status when it is known (never checks)."""
-    return ls.session.harness.cached(od.path, kernel.name)[1] if od.path is not None else None
+    return ls.session.harness.cached(od.path, kernel.key)[1] if od.path is not None else None
 
 
 def harness_check(ls: HtamLanguageServer, od: OpenDocument, kernel: Kernel) -> asyncio.Future | None:
@@ -62,7 +71,7 @@ def harness_check(ls: HtamLanguageServer, od: OpenDocument, kernel: Kernel) -> a
     # the saved file is parsed in the helper process; the model travels only for unsaved text (pickling a
     # 3,000-line model holds the GIL for a long time and stalls the event loop)
     model = None if od.on_disk() else od.snapshot_model
-    fut = ls.session.harness.start(od.path, kernel.name, model)
+    fut = ls.session.harness.start(od.path, kernel.key, model)
     return asyncio.wrap_future(fut) if fut is not None else None
 
 
@@ -102,18 +111,18 @@ async def _harness_actions(ls: HtamLanguageServer, od: OpenDocument, kernel: Ker
     if st is None or not st.spec_path or not (convert.supports_create(ls) or os.path.exists(st.spec_path)):
         return []
     if st.snippet:
-        data = unstructure(HarnessData(od.uri, kernel.name, "harness"))
+        data = unstructure(HarnessData(od.uri, kernel.key, "harness"))
         return [types.CodeAction(title=TITLE_CREATE, kind=KIND_HARNESS, data=data)]
     if st.save_text:
-        data = unstructure(HarnessData(od.uri, kernel.name, "save-harness"))
+        data = unstructure(HarnessData(od.uri, kernel.key, "save-harness"))
         return [types.CodeAction(title=TITLE_SAVE, kind=KIND_HARNESS, data=data)]
     return []
 
 
 def _step_action(od: OpenDocument, kernel: Kernel, step: Any, position: int, verdict: Verdict | None = None
                  ) -> types.CodeAction:
-    data = StepData(od.uri, kernel.name, step.strategy, step.evidence)
-    rec = RecordArgs(od.uri, step.strategy, kernel.name)
+    data = StepData(od.uri, kernel.key, step.strategy, step.evidence)
+    rec = RecordArgs(od.uri, step.strategy, kernel.key)
     note = verdict.proposal.title_note if verdict is not None and verdict.proposal is not None else ""
     return types.CodeAction(title=render.action_title(step, position, note), kind=KIND_STEP, data=unstructure(data),
                             command=types.Command(title="HTAM: record applied step", command="htam.recordApplied",
@@ -170,7 +179,7 @@ async def _resolve_step(ls: HtamLanguageServer, action: types.CodeAction, od: Op
         return _no_edit(ls, action, "the document changed while the edit was computed; ask for the actions "
                                     "again", quiet)
     action.edit = convert.workspace_edit(ls, od, res.edits)
-    rec = RecordArgs(od.uri, data.step, kernel.name, content_hash(kernel), res.description)
+    rec = RecordArgs(od.uri, data.step, kernel.key, content_hash(kernel), res.description)
     action.command = types.Command(title="HTAM: record applied step", command="htam.recordApplied",
                                    arguments=[unstructure(rec)])
     return action
@@ -178,17 +187,17 @@ async def _resolve_step(ls: HtamLanguageServer, action: types.CodeAction, od: Op
 
 async def _resolve_harness(ls: HtamLanguageServer, action: types.CodeAction, od: OpenDocument, kernel: Kernel,
                            quiet: bool, save: bool) -> types.CodeAction:
-    st = await asyncio.to_thread(ls.session.harness.status, od.path, kernel.name, await ls.synced_model(od))
+    st = await asyncio.to_thread(ls.session.harness.status, od.path, kernel.key, await ls.synced_model(od))
     text = (st.save_text if save else st.snippet) if st is not None else None
     if st is None or not text or not st.spec_path:
         why = "the harness finder did not answer; try again" if st is None else (
-            f"{kernel.name} already has a harness ({st.line})" if not save else
-            f"the inferred harness of {kernel.name} cannot be saved now ({st.line})")
+            f"{kernel.key} already has a harness ({st.line})" if not save else
+            f"the inferred harness of {kernel.key} cannot be saved now ({st.line})")
         return _no_edit(ls, action, why, quiet)
     action.edit = convert.append_edit(ls, st.spec_path, text)
     if not quiet:
-        ls.show(f"HTAM: the inferred harness of {kernel.name} goes into {st.spec_path} as a new [kernel.{kernel.name}] "
+        ls.show(f"HTAM: the inferred harness of {kernel.key} goes into {st.spec_path} as a new {table_header(kernel.key)} "
                 "table: adjust it there; it now wins over inference" if save else
-                f"HTAM: the harness template for {kernel.name} goes into {st.spec_path}: check the guessed shapes, "
+                f"HTAM: the harness template for {kernel.key} goes into {st.spec_path}: check the guessed shapes, "
                 "write the reference, then profile again", types.MessageType.Info)
     return action

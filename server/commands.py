@@ -50,9 +50,10 @@ async def _target(ls: HtamLanguageServer, a: KernelTarget, single: bool) -> tupl
 
 
 def _select(ls: HtamLanguageServer, od: OpenDocument, kernels: list[Kernel], a: KernelTarget) -> list[Kernel]:
-    """The kernels ``a`` names: by name, else at its position, else all."""
+    """The kernels ``a`` names: by key (or every kernel answering to a shared name), else at its position, else
+    all."""
     if a.kernel is not None:
-        named = [k for k in kernels if k.name == a.kernel]
+        named = [k for k in kernels if k.key == a.kernel] or [k for k in kernels if k.answers_to(a.kernel)]
         if not named:
             raise CommandError(f"no kernel named {a.kernel!r} in {od.uri}")
         return named
@@ -90,7 +91,7 @@ async def profile(ls: HtamLanguageServer, args: Sequence[Any]) -> dict[str, Any]
         return _fail(ls, exc)
     await ls.ensure_ready()
     progress = WorkProgress(ls, "HTAM: profiling")
-    await progress.begin(f"{kernels[0].name} (1/{len(kernels)})", 0)
+    await progress.begin(f"{kernels[0].key} (1/{len(kernels)})", 0)
     try:
         out = [_entry_json(await _first_stage(ls, od, k, progress, i, len(kernels))) for i, k in enumerate(kernels)]
     finally:
@@ -102,7 +103,7 @@ async def profile(ls: HtamLanguageServer, args: Sequence[Any]) -> dict[str, Any]
 async def _first_stage(ls: HtamLanguageServer, od: OpenDocument, k: Kernel, progress: WorkProgress, i: int,
                        n: int) -> ProfileEntry:
     """Queue a forced profile of ``k`` and wait for its first stage."""
-    progress.report(f"{k.name} ({i + 1}/{n})", int(100 * i / n))
+    progress.report(f"{k.key} ({i + 1}/{n})", int(100 * i / n))
     loop = asyncio.get_running_loop()
     fut: asyncio.Future[ProfileEntry] = loop.create_future()
 
@@ -129,7 +130,7 @@ async def record_applied(ls: HtamLanguageServer, args: Sequence[Any]) -> dict[st
     except CommandError as exc:
         return _fail(ls, exc)
     await ls.ensure_ready()
-    done = _when_recorded(ls, od.uri, kernel.name)
+    done = _when_recorded(ls, od.uri, kernel.key)
     try:
         applied = ls.session.record_applied(od.path or od.uri, kernel, a.step, od.text, od.language,
                                             before_hash=a.before_hash, saved=od.on_disk(), on_done=done)
@@ -168,7 +169,7 @@ async def auto_optimize(ls: HtamLanguageServer, args: Sequence[Any]) -> dict[str
     except CommandError as exc:
         return _fail(ls, exc)
     await ls.ensure_ready()
-    key, msg_id = (od.uri, kernel.name), ls.protocol.msg_id
+    key, msg_id = (od.uri, kernel.key), ls.protocol.msg_id
     cancel = ls.jobs.start(key, msg_id)
     try:
         return await _optimize(ls, od, kernel, a.budget or ls.settings.budget, cancel)
@@ -180,20 +181,20 @@ async def auto_optimize(ls: HtamLanguageServer, args: Sequence[Any]) -> dict[str
 async def _optimize(ls: HtamLanguageServer, od: OpenDocument, kernel: Kernel, budget: int,
                     cancel: threading.Event) -> dict[str, Any]:
     """One run with its progress bar, then its ending (:func:`_end`)."""
-    progress = WorkProgress(ls, f"HTAM: auto-optimizing {kernel.name}", cancellable=True)
+    progress = WorkProgress(ls, f"HTAM: auto-optimizing {kernel.key}", cancellable=True)
     progress.cancel = cancel
     ls.send_status()
     await progress.begin(f"0/{budget}", 0)
     text0, version0, st = od.text, od.version, ls.settings
-    task = autooptimize.make_task(ls.session, od.path or "", kernel.name, budget, text0, static=st.static,
+    task = autooptimize.make_task(ls.session, od.path or "", kernel.key, budget, text0, static=st.static,
                                   gpu_index=st.gpu_index)
     try:
         result = await asyncio.to_thread(autooptimize.run, task, lambda ev: ls.threadsafe(
             progress.report, *autooptimize.progress_line(ev)), cancel)
     except Exception as exc:  # noqa: BLE001 - the loop's failure is reported, never raised into the client
         progress.end("failed")
-        return _fail(ls, CommandError(f"auto-optimize of {kernel.name} failed: {exc}"))
-    ending = autooptimize.conclude(result, kernel.name, text0, cancelled=cancel.is_set(),
+        return _fail(ls, CommandError(f"auto-optimize of {kernel.key} failed: {exc}"))
+    ending = autooptimize.conclude(result, kernel.key, text0, cancelled=cancel.is_set(),
                                    doc_changed=od.text != text0 or od.version != version0)
     progress.end(ending.progress)
     return await _end(ls, od, version0, text0, result, ending)

@@ -45,7 +45,7 @@ def _profile_diagnostics(ls: HtamLanguageServer, od: OpenDocument, model: Source
         rng = current_name_range(od.buf, k, enc)
         suffix = " (stale profile: the kernel changed since)" if view.stale else ""
         if e.profile is None:
-            out.append(types.Diagnostic(range=rng, message=f"HTAM: profiling {k.name} failed: {e.error}{suffix}",
+            out.append(types.Diagnostic(range=rng, message=f"HTAM: profiling {k.key} failed: {e.error}{suffix}",
                                         severity=types.DiagnosticSeverity.Information, source="htam",
                                         code="profile-failed"))
             continue

@@ -115,9 +115,10 @@ class OpenDocument:
             return None
 
     def kernel_named(self, name: str, model: SourceModel | None = None) -> Kernel | None:
-        """The kernel called ``name`` in ``model`` (default: the latest parse), or ``None``."""
+        """The kernel whose key (:attr:`Kernel.key`: its name, or ``f64::scale`` where kernels share the name) is
+        ``name`` in ``model`` (default: the latest parse), or ``None``."""
         model = model if model is not None else self.snapshot_model
-        return next((k for k in model.kernels if k.name == name), None) if model is not None else None
+        return next((k for k in model.kernels if k.key == name), None) if model is not None else None
 
     def on_disk(self) -> bool:
         """The editor text equals the saved file."""

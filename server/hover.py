@@ -59,6 +59,6 @@ async def _markdown(ls: HtamLanguageServer, od: OpenDocument, kernel: Kernel, st
         actions.harness_check(ls, od, kernel)  # warm the code-action list in the background
     st = actions.cached_status(ls, od, kernel)
     harness = st.line if st is not None else (None if od.path else "not checked: the file is not saved")
-    return render.hover_markdown(kernel, view, plan.actions[:1], s.history(path, kernel.name), ready=s.ready,
+    return render.hover_markdown(kernel, view, plan.actions[:1], s.history(path, kernel.key), ready=s.ready,
                                  engine=s.engine, stale_model=stale, memory_error=s.memory_error,
-                                 advice=plan.advice, harness=harness, tried=s.tried(path, kernel.name))
+                                 advice=plan.advice, harness=harness, tried=s.tried(path, kernel.key))

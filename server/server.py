@@ -277,7 +277,7 @@ class HtamLanguageServer(LanguageServer):
         publishes its source-only stage first (:meth:`source_stage`), so the ranking and the hover have a profile
         at once. A hover before the memory is loaded does not wait for it: it gets ``None`` (the hover shows the
         profile and says the ranking is loading)."""
-        od.note_interest(kernel.name)
+        od.note_interest(kernel.key)
         if self._ready is None:
             self.start_warm_up()
         published = await self.source_stage(od, kernel)
@@ -310,7 +310,7 @@ class HtamLanguageServer(LanguageServer):
         if od.path is None or self.session.profile_view(od.path, kernel).entry is not None:
             return False
         model = await self.synced_model(od)
-        k = od.kernel_named(kernel.name, model)
+        k = od.kernel_named(kernel.key, model)
         if k is None or content_hash(k) != content_hash(kernel):  # the kernel of this parse, not a newer one
             return False
         self._first_looks += 1
@@ -325,7 +325,7 @@ class HtamLanguageServer(LanguageServer):
         the first action, for the hover): from the cached verdicts at once, else checked off the event loop
         (once per kernel version)."""
         s, top, model = self.session, self.settings.top_n, await self.synced_model(od)
-        k = od.kernel_named(kernel.name, model) or kernel
+        k = od.kernel_named(kernel.key, model) or kernel
         known = s.known_plan(model, k, analysis, top, need)
         return known if known is not None else await asyncio.to_thread(s.plan, model, k, analysis, top, need)
 

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from htam_core.harness.find import kernelbench_pair, pair_table
     from htam_core.harness.infer_py import infer
     from htam_core.harness.pysource import parse_failure
-    from htam_core.harness.spec import SPEC_FILENAME
+    from htam_core.harness.spec import SPEC_FILENAME, table_header
     from htam_core.harness.toml_render import render_toml, save_to_spec
     from htam_core.lang import create as language_backend
     from htam_core.runtime.compiler import settle_incomplete
@@ -137,5 +137,5 @@ def run(args: argparse.Namespace) -> int:
             spec = save_to_spec(inf.harness)
         except HarnessError as exc:
             raise UsageError(exc.message) from None
-        print(f"wrote [kernel.{name}] to {spec}", file=sys.stderr)
+        print(f"wrote {table_header(name)} to {spec}", file=sys.stderr)
     return 0

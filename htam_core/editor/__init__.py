@@ -39,6 +39,7 @@ from htam_core.editor.record import outcome_from_profiles
 from htam_core.editor.session import Session
 from htam_core.editor.settings import Settings, apply_to_session, parse_settings
 from htam_core.generate.edits import FileEdits, minimal_edit
+from htam_core.harness.spec import table_header
 from htam_core.harness.status import HarnessStatus
 from htam_core.runtime.children import hide_own_environ
 from htam_core.runtime.worker import kill_all
@@ -54,5 +55,5 @@ __all__ = [
     "ProfileEntry", "ProfileView", "Proposal", "Proposals", "Rankings", "Session", "Settings", "Snapshot",
     "SourceModel", "TextEdit", "Verdict", "__version__", "apply_to_session", "autooptimize", "content_hash",
     "hide_own_environ", "incomplete_reason", "kill_all", "minimal_edit", "outcome_from_profiles", "parse_settings",
-    "problem_message", "render", "too_large", "unranked_reason",
+    "problem_message", "render", "table_header", "too_large", "unranked_reason",
 ]

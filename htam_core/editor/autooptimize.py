@@ -23,7 +23,9 @@ __all__ = ["Ending", "after_apply", "conclude", "make_task", "out_dir", "progres
 def out_dir(path: str, kernel_name: str) -> str:
     """The run's output folder: ``htam-out/<file stem>-<kernel>`` beside the file."""
     stem = os.path.splitext(os.path.basename(path))[0]
-    return os.path.join(os.path.dirname(path), "htam-out", f"{stem}-{kernel_name}")
+    from htam_core.optimize.task import folder_name  # deferred: the optimize stack is heavy to import
+
+    return os.path.join(os.path.dirname(path), "htam-out", f"{stem}-{folder_name(kernel_name)}")
 
 
 def make_task(session: Any, path: str, kernel_name: str, budget: int, text: str, *, static: bool,

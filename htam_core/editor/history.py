@@ -1,7 +1,8 @@
 """History of the steps applied to each kernel in the editor, seeded from the memory store.
 
 A kernel's identity is its :func:`htam_core.memory.fingerprint.kernel_fingerprint` (file path relative to the
-project root, and kernel name), so that it survives the edits it records and a move of the project; steps recorded
+project root, and the kernel's :attr:`~htam_core.source.model.Kernel.key`: its name, or its qualified name or
+signature where kernels of the file share the name), so that it survives the edits it records and a move of the project; steps recorded
 under the older absolute-path id of the same file are found too (:func:`fingerprint_aliases`). The history is the
 ranker's prefix (the steps applied so far) and the hover's "Last steps". Those are the steps applied to the file
 (by a code action, or written into it by ``htam optimize --apply``): the candidates an ``htam optimize`` run tried on
@@ -64,30 +65,30 @@ class History:
             self._steps, self._tried = steps, tried
             self.revision += 1
 
-    def of(self, path: str, kernel_name: str) -> list[AppliedStep]:
+    def of(self, path: str, kernel_key: str) -> list[AppliedStep]:
         """Applied steps of the kernel, oldest first (a copy), under any of its ids (:func:`fingerprint_aliases`)."""
         with self._lock:
-            return self._of(path, kernel_name)
+            return self._of(path, kernel_key)
 
-    def _of(self, path: str, kernel_name: str) -> list[AppliedStep]:
-        found = [s for fp in fingerprint_aliases(path, kernel_name) for s in self._steps.get(fp, [])]
+    def _of(self, path: str, kernel_key: str) -> list[AppliedStep]:
+        found = [s for fp in fingerprint_aliases(path, kernel_key) for s in self._steps.get(fp, [])]
         return sorted(found, key=lambda s: s.time)
 
-    def tried(self, path: str, kernel_name: str) -> list[AppliedStep]:
+    def tried(self, path: str, kernel_key: str) -> list[AppliedStep]:
         """The candidates ``htam optimize`` tried on copies of the kernel and did not write into its file, oldest
         first (a copy): neither its history nor its ranking prefix."""
         with self._lock:
-            found = [s for fp in fingerprint_aliases(path, kernel_name) for s in self._tried.get(fp, [])]
+            found = [s for fp in fingerprint_aliases(path, kernel_key) for s in self._tried.get(fp, [])]
         return sorted(found, key=lambda s: s.time)
 
-    def prefix(self, path: str, kernel_name: str) -> tuple[str, ...]:
+    def prefix(self, path: str, kernel_key: str) -> tuple[str, ...]:
         """The strategy ids applied to the kernel, oldest first (the ranker's prefix)."""
-        return tuple(s.step for s in self.of(path, kernel_name))
+        return tuple(s.step for s in self.of(path, kernel_key))
 
-    def add(self, path: str, kernel_name: str, step: AppliedStep) -> list[str]:
+    def add(self, path: str, kernel_key: str, step: AppliedStep) -> list[str]:
         """Append ``step``; returns the prefix before it."""
         with self._lock:
-            before = [s.step for s in self._of(path, kernel_name)]
-            self._steps.setdefault(kernel_fingerprint(path, kernel_name), []).append(step)
+            before = [s.step for s in self._of(path, kernel_key)]
+            self._steps.setdefault(kernel_fingerprint(path, kernel_key), []).append(step)
             self.revision += 1
         return before

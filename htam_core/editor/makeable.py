@@ -122,7 +122,7 @@ class Makeability:
     def version(model: SourceModel, kernel: Kernel) -> str:
         """The version a verdict belongs to: the kernel's content hash and the file text's hash."""
         text = hashlib.sha256(model.text.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
-        return f"{content_hash(kernel)}:{text}:{kernel.name}"
+        return f"{content_hash(kernel)}:{text}:{kernel.key}"
 
     def peek(self, model: SourceModel, kernel: Kernel, step_ids: Sequence[str]) -> dict[str, Verdict] | None:
         """The cached verdicts of ``step_ids`` on ``kernel`` of ``model``, or ``None`` when one is not known yet

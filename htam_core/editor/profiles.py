@@ -1,6 +1,7 @@
 """The editor's profile cache: the last profile of each kernel, background profiling, and listeners.
 
-Entries are keyed by ``(file path, kernel name)`` and tagged with the :func:`content_hash` of the kernel they
+Entries are keyed by ``(file path, kernel key)`` (:attr:`~htam_core.source.model.Kernel.key`: the plain name,
+or ``f64::scale`` / ``scale(double*, double, int)`` where kernels of one file share a name) and tagged with the :func:`content_hash` of the kernel they
 were made from (its text plus its launch configurations), so that a lookup with the current kernel says whether
 the profile is **stale**. Each published entry gets a new :attr:`ProfileEntry.revision` (process-wide, increasing):
 the rankings (:mod:`htam_core.editor.ranking`) are keyed by it, never by object identity.
@@ -56,7 +57,7 @@ class ProfileEntry:
     """The last profile (or profile failure) of one kernel.
 
     Attributes:
-        path, kernel: file and kernel name.
+        path, kernel: file and kernel key (:attr:`~htam_core.source.model.Kernel.key`).
         content_hash: :func:`content_hash` of the kernel that was profiled.
         profile: the profile, or ``None`` when it failed.
         error: why profiling failed (one line), or ``None``.
@@ -153,9 +154,9 @@ class _Job:
     first_waiters: list[Callable[[ProfileEntry], None]] = field(default_factory=list)
 
 
-#: ``profile_now(path, kernel name, editor text, file language) -> (Profile, source)``; raises on failure.
+#: ``profile_now(path, kernel key, editor text, file language) -> (Profile, source)``; raises on failure.
 ProfileFn = Callable[[str, str, str, str], tuple[Profile, str]]
-#: ``stages(path, kernel name, editor text, file language, cancelled) -> iterator of Stage``: each ``next`` runs
+#: ``stages(path, kernel key, editor text, file language, cancelled) -> iterator of Stage``: each ``next`` runs
 #: one stage (raising on failure); ``cancelled()`` says the job was cancelled (a long stage may stop early).
 StagesFn = Callable[[str, str, str, str, Callable[[], bool]], Iterator[Stage]]
 
@@ -194,14 +195,15 @@ class ProfileCache:
         with self._lock:
             self._listeners.append(listener)
 
-    def entry(self, path: str, kernel_name: str) -> ProfileEntry | None:
-        """The last published entry of the kernel, or ``None``."""
+    def entry(self, path: str, kernel_key: str) -> ProfileEntry | None:
+        """The last published entry of the kernel whose :attr:`~htam_core.source.model.Kernel.key` is
+        ``kernel_key``, or ``None``."""
         with self._lock:
-            return self._entries.get((path, kernel_name))
+            return self._entries.get((path, kernel_key))
 
     def view(self, path: str, kernel: Kernel) -> ProfileView:
         """What is known about ``kernel``'s profile (never waits)."""
-        key = (path, kernel.name)
+        key = (path, kernel.key)
         with self._lock:
             entry = self._entries.get(key)
             running = key in self._jobs
@@ -239,8 +241,8 @@ class ProfileCache:
         Returns:
             the published entry, or ``None`` when nothing was published.
         """
-        chash, key = content_hash(kernel), (path, kernel.name)
-        new = ProfileEntry(path, kernel.name, chash, stage.profile, finished=time.time(), source=stage.source,
+        chash, key = content_hash(kernel), (path, kernel.key)
+        new = ProfileEntry(path, kernel.key, chash, stage.profile, finished=time.time(), source=stage.source,
                            stage=stage.name, pending=stage.pending, inline=True)
         return self.publish(new, _unless=lambda cur: key in self._jobs or (cur is not None
                                                                             and cur.content_hash == chash))
@@ -271,7 +273,7 @@ class ProfileCache:
         Returns:
             whether a profile was queued.
         """
-        key = (path, kernel.name)
+        key = (path, kernel.key)
         chash = content_hash(kernel)
         with self._lock:
             old = self._jobs.get(key)
@@ -298,7 +300,7 @@ class ProfileCache:
             if on_first is not None and not first_now:
                 job.first_waiters.append(on_first)
             self._jobs[key] = job
-            gen = self._stages(path, kernel.name, text, file_language, job.cancel.is_set)
+            gen = self._stages(path, kernel.key, text, file_language, job.cancel.is_set)
             if delay > 0:
                 job.timer = threading.Timer(delay, self._submit, (job, gen, after))
                 job.timer.daemon = True
@@ -330,7 +332,7 @@ class ProfileCache:
     def cancel_changed(self, path: str, kernels: list[Kernel]) -> int:
         """Cancel the queued or running profiles of ``path``'s kernels whose version is no longer the one being
         profiled (the kernel was edited, or is gone from ``kernels``). Returns how many were cancelled."""
-        current = {k.name: content_hash(k) for k in kernels}
+        current = {k.key: content_hash(k) for k in kernels}
         with self._lock:
             stale = [j for (p, name), j in self._jobs.items()
                      if p == path and current.get(name) != j.content_hash and not j.cancel.is_set()]

@@ -71,7 +71,7 @@ def _request(model: SourceModel, kernel: Kernel, strat: Any, direction: Any, pro
 
     d = {"name": direction.name, "description": direction.description} if direction is not None else {}
     return GenerationRequest(
-        kernel_text=model.text, language=kernel.language, kernel_name=kernel.name, profile=profile, direction=d,
+        kernel_text=model.text, language=kernel.language, kernel_name=kernel.key, profile=profile, direction=d,
         strategies=[{"id": strat.id, "name": strat.title, "guidance": strat.guidance, "example_before": strat.before,
                      "example_after": strat.after, "risk": strat.risk, "transform": strat.transform}],
         transition_hints=[evidence] if evidence else [], model=model)
@@ -104,7 +104,7 @@ def propose_step(model: SourceModel, kernel: Kernel, strat: Any, direction: Any,
         return Proposal.refused(strat.id, why)
 
     if kernel.incomplete or model.stale:
-        return no(f"{kernel.name} does not parse yet (it is incomplete); finish it first")
+        return no(f"{kernel.key} does not parse yet (it is incomplete); finish it first")
     if engine != "llm" and not strat.transform:
         from htam_core.transforms.registry import no_transform_message  # start-up cost, as above
 
@@ -123,15 +123,15 @@ def propose_step(model: SourceModel, kernel: Kernel, strat: Any, direction: Any,
         skipped = getattr(gen, "skipped", None)
         if engine != "llm":
             # the generator's refusal is already the whole sentence (transforms.registry.resolve_step)
-            return no(skipped[0][1] if skipped else f"“{strat.title}” does not apply to {kernel.name}")
+            return no(skipped[0][1] if skipped else f"“{strat.title}” does not apply to {kernel.key}")
         return no(f"the LLM reply for “{strat.title}” held no code")
     cand = cands[0]
     if not cand.edits or (cand.code == model.text and not cand.files):  # a launcher-only step edits the launcher
         return no(f"the {engine} engine returned the file unchanged for “{strat.title}”")
     if engine == "llm":  # transforms validate their own output; a model's reply must keep the kernel
         new_model = parse_text(cand.code, model.file_language, model.path)
-        if not any(k.answers_to(kernel.name) and not k.incomplete for k in new_model.kernels):
-            return no(f"the LLM's version of the file no longer holds a complete kernel {kernel.name}; nothing was "
+        if not any(k.answers_to(kernel.key) and not k.incomplete for k in new_model.kernels):
+            return no(f"the LLM's version of the file no longer holds a complete kernel {kernel.key}; nothing was "
                       "changed")
     return Proposal(strat.id, True, tuple(cand.edits), cand.description, None, dict(cand.params),
                     cand.title_note)

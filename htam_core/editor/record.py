@@ -79,11 +79,11 @@ class Recorder:
         from htam_core.memory import state_from_profile
 
         strat = self._memory.strategy(step_id)
-        fp = kernel_fingerprint(path, kernel.name)
-        entry = self._profiles.entry(path, kernel.name)
+        fp = kernel_fingerprint(path, kernel.key)
+        entry = self._profiles.entry(path, kernel.key)
         before = entry.profile if entry is not None and before_hash and entry.content_hash == before_hash else None
         applied = AppliedStep(step_id, strat.direction, strat.title, time.time(), None, "profiling")
-        prefix = self._history.add(path, kernel.name, applied)
+        prefix = self._history.add(path, kernel.key, applied)
         state = state_from_profile(before)
 
         def record(new: ProfileEntry) -> None:

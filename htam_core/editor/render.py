@@ -185,7 +185,7 @@ def hover_markdown(kernel: Kernel, view: ProfileView, steps: list[Any], history:
     :func:`advice_lines`), last steps (``history``: the steps applied to the file), and apart from them the
     candidates ``htam optimize`` tried on copies and did not apply (``tried``)."""
     kind = _LANG.get(kernel.language, kernel.language)
-    head = f"### HTAM · `{kernel.name}` — {kind}, lines {kernel.start_line}–{kernel.end_line}"
+    head = f"### HTAM · `{kernel.key}` — {kind}, lines {kernel.start_line}–{kernel.end_line}"
     out = [head, ""]
     if kernel.incomplete:
         out += ["*The kernel is incomplete (still being typed): edits and profiles wait until it parses.*", ""]

@@ -40,6 +40,15 @@ def _depth(top: int) -> int:
     return max(12, top * RANK_DEPTH)
 
 
+def _named(model: SourceModel, key: str) -> Kernel | None:
+    """The kernel of ``model`` that ``key`` (a :attr:`Kernel.key`) selects, read as ``--kernel`` reads a name
+    (:meth:`SourceModel.kernel`), or ``None``."""
+    try:
+        return model.kernel(key)
+    except KeyError:
+        return None
+
+
 def _gpu_name(index: int) -> str | None:
     """Name of GPU ``index`` from ``nvidia-smi`` (no CUDA context in this process), or ``None``."""
     exe = shutil.which("nvidia-smi")
@@ -238,10 +247,7 @@ class Session:
             from htam_core.profile.api import profile_on_gpu
 
             model = load(path)
-            try:
-                kernel = model.kernel(name)
-            except KeyError:
-                kernel = None
+            kernel = _named(model, name)
             try:
                 harness = find_harness(path, name, model)
             except HarnessError:
@@ -258,7 +264,7 @@ class Session:
             return
         model = parse_text(text, file_language, path)  # type: ignore[arg-type]
         prev = self.profiles.entry(path, name)
-        kernel = next((k for k in model.kernels if k.name == name), None)
+        kernel = _named(model, name)
         if prev is None or not prev.inline or kernel is None or prev.content_hash != content_hash(kernel):
             yield self._source_stage(path, name, model, on_disk)  # not published at once by source_stage
         # the compile's sizes may come from a harness inferred by running the file's __main__ block (in a child)
@@ -312,15 +318,15 @@ class Session:
         if self._measures(on_disk):
             return None
         try:
-            stage = self._source_stage(path, kernel.name, model, on_disk)
+            stage = self._source_stage(path, kernel.key, model, on_disk)
         except Exception:  # noqa: BLE001 - ProfileError, an analysis failure: the background profile reports it
             return None
         return self.profiles.publish_first(path, kernel, stage)
 
     # ---- history and ranking ------------------------------------------------------------------------
-    def history(self, path: str, kernel_name: str) -> list[AppliedStep]:
+    def history(self, path: str, kernel_key: str) -> list[AppliedStep]:
         """Applied steps of the kernel, oldest first (a copy)."""
-        return self.history_log.of(path, kernel_name)
+        return self.history_log.of(path, kernel_key)
 
     def adopt_optimized(self, result: Any) -> None:
         """After the best kernel of an auto-optimize run (an :class:`~htam_core.optimize.OptimizeResult`) was
@@ -330,14 +336,14 @@ class Session:
         if uids:
             self.history_log.seed(self.memory.adopt(uids), self.memory.title)
 
-    def tried(self, path: str, kernel_name: str) -> list[AppliedStep]:
+    def tried(self, path: str, kernel_key: str) -> list[AppliedStep]:
         """The candidates ``htam optimize`` tried on copies of the kernel, not applied to it, oldest first."""
-        return self.history_log.tried(path, kernel_name)
+        return self.history_log.tried(path, kernel_key)
 
     def _key_parts(self, path: str, kernel: Kernel) -> tuple[str, str, ProfileEntry | None, tuple[str, ...]]:
-        fp = kernel_fingerprint(path, kernel.name)
-        return fp, content_hash(kernel), self.profiles.entry(path, kernel.name), self.history_log.prefix(
-            path, kernel.name)
+        fp = kernel_fingerprint(path, kernel.key)
+        return fp, content_hash(kernel), self.profiles.entry(path, kernel.key), self.history_log.prefix(
+            path, kernel.key)
 
     def analysis(self, path: str, kernel: Kernel, top: int, *, hover: bool) -> tuple[Analysis | None, bool]:
         """The kernel's current analysis and whether it is fresh (never computes; see

@@ -21,6 +21,7 @@ from htam_core.generate.errors import GenerationError
 from htam_core.generate.llm import CheckResult, GenerationResult, LLMGenerator
 from htam_core.generate.prompt import build_messages
 from htam_core.source import parse_text
+from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms.base import apply_edits
 from htam_core.transforms.registry import resolve_step
 from htam_core.types.language import traits
@@ -171,19 +172,14 @@ class RulesCandidateGenerator:
         """One candidate per validated edit of each strategy's transform (``check`` is not used).
 
         Raises:
-            GenerationError: the kernel is not in the file.
+            GenerationError: the kernel is not in the file, or its name is shared by kernels of other identities.
         """
         self.skipped = []
         file_language = traits(request.language).file_language
         model = request.model
         if model is None or model.text != request.kernel_text:
             model = parse_text(request.kernel_text, file_language, request.path)
-        kernels = [k for k in model.kernels if request.kernel_name is None or k.answers_to(request.kernel_name)]
-        if not kernels:
-            names = ", ".join(k.name for k in model.kernels) or "none"
-            raise GenerationError(f"kernel {request.kernel_name!r} is not in the file (kernels found: {names}); "
-                                  f"pass --kernel NAME with one of them")
-        kernel = kernels[0]
+        kernel = _kernel_of(model, request.kernel_name)
         out: list[Candidate] = []
         for s in request.strategies:
             tid = s.get("transform")
@@ -208,6 +204,26 @@ class RulesCandidateGenerator:
                 out.append(Candidate(c.new_text, c.description, "rules", s.get("id") or c.strategy, params,
                                      edits, files, c.title_note))
         return out
+
+
+def _kernel_of(model: SourceModel, name: str | None) -> Kernel:
+    """The kernel ``name`` selects in ``model``, read as ``--kernel`` reads it (:meth:`SourceModel.kernel`: a
+    qualified name or an overload signature where kernels share a name); the first kernel when ``name`` is
+    ``None``.
+
+    Raises:
+        GenerationError: no such kernel, or a name several kernels share (the line lists the names to pass).
+    """
+    if name is None and model.kernels:
+        return model.kernels[0]
+    if name is not None and any(k.answers_to(name) for k in model.kernels):
+        try:
+            return model.kernel(name)
+        except KeyError as exc:
+            raise GenerationError(f"kernel {exc.args[0]}") from None
+    names = ", ".join(k.identity for k in model.kernels) or "none"
+    raise GenerationError(f"kernel {name!r} is not in the file (kernels found: {names}); "
+                          f"pass --kernel NAME with one of them")
 
 
 def _text_of(path: str, files: Mapping[str, str]) -> str:

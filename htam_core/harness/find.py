@@ -19,8 +19,16 @@ from htam_core.harness.base import Harness, HarnessError
 from htam_core.harness.cu_main import has_main
 from htam_core.harness.infer_host import infer_cuda
 from htam_core.harness.infer_py import infer_harness
+from htam_core.harness.kernel_tables import select_kernel_table
 from htam_core.harness.pysource import parse_failure, read_py_facts
-from htam_core.harness.spec import SPEC_FILENAME, inside_spec_folder, key_line, load_toml, parse_kernel_table
+from htam_core.harness.spec import (
+    SPEC_FILENAME,
+    inside_spec_folder,
+    key_line,
+    load_toml,
+    parse_kernel_table,
+    table_header,
+)
 from htam_core.harness.template import write_template
 from htam_core.source import load
 from htam_core.source.model import SourceModel
@@ -147,6 +155,17 @@ def missing_harness_error(path: Path, kernel: str, model: SourceModel | None = N
         f"write the reference){extra}.", snippet=snippet, path=str(path.parent / SPEC_FILENAME), missing=True)
 
 
+def _model_of(path: Path, model: SourceModel | None) -> SourceModel | None:
+    """``model`` when it is the parse of ``path``, else ``path`` parsed; ``None`` when it cannot be read (the
+    ``htam.toml`` tables are then matched by their exact key)."""
+    if model is not None and model.path and Path(model.path).resolve() == path:
+        return model
+    try:
+        return load(path)
+    except (OSError, ValueError):
+        return None
+
+
 def _string_kernel(path: Path, kernel: str, model: SourceModel | None) -> bool:
     """Whether the Python file ``path`` holds ``kernel`` as CUDA in one of its strings (a cupy ``RawKernel``
     source, which a ``grid``/``block`` table launches directly, compiled from that string)."""
@@ -155,6 +174,37 @@ def _string_kernel(path: Path, kernel: str, model: SourceModel | None) -> bool:
     except ValueError:
         return False
     return any(k.name == kernel and traits(k.language).embedded for k in m.kernels)
+
+
+def _spec_table(kernels: dict[str, Any], kernel_name: str, p: Path, model: SourceModel | None,
+                spec_path: Path) -> tuple[str | None, dict[str, Any] | None]:
+    """``(key, table)`` of the ``[kernel.<key>]`` table that describes ``kernel_name`` of ``p``
+    (:func:`~htam_core.harness.kernel_tables.select_kernel_table`); the table is ``None`` when it names another
+    file, both are ``None`` when no table is there.
+
+    Raises:
+        HarnessError: the table is not a table, or its ``file`` does not exist or lies outside the spec's folder.
+    """
+    key = select_kernel_table(kernels, kernel_name, _model_of(p, model), spec_path=spec_path, file_path=p)
+    table = kernels.get(key) if key is not None else None
+    if key is None or table is None:
+        return None, None
+    header = table_header(key)
+    if not isinstance(table, dict):
+        line = key_line(spec_path, ("kernel",), key)
+        raise HarnessError(f"{spec_path}{f':{line}' if line else ''}: {header} must be a table "
+                           f"of keys (version, inputs, ...), got {table!r}", path=str(spec_path))
+    fname = table.get("file")
+    if fname is not None:
+        target = inside_spec_folder(spec_path, ("kernel", key), "file", fname)
+        if not target.is_file():
+            line = key_line(spec_path, ("kernel", key), "file")
+            raise HarnessError(f"{spec_path}{f':{line}' if line else ''}: {header} file = "
+                               f"{fname!r} names {target}, which does not exist; fix the file name "
+                               "(relative to htam.toml) or remove the key", path=str(spec_path))
+        if target != p:
+            return key, None  # describes a kernel of the same name in another file
+    return key, table
 
 
 def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel | None = None, *,
@@ -200,38 +250,24 @@ def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel |
         if not isinstance(kernels, dict):
             line = key_line(spec_path, (), "kernel")
             raise HarnessError(f"{spec_path}{f':{line}' if line else ''}: `kernel` must be a table of tables: "
-                               f"[kernel.{kernel_name}]", path=str(spec_path))
-        table = kernels.get(kernel_name)
-        if table is not None:
-            if not isinstance(table, dict):
-                line = key_line(spec_path, ("kernel",), kernel_name)
-                raise HarnessError(f"{spec_path}{f':{line}' if line else ''}: [kernel.{kernel_name}] must be a table "
-                                   f"of keys (version, inputs, ...), got {table!r}", path=str(spec_path))
-            fname = table.get("file")
-            if fname is not None:
-                target = inside_spec_folder(spec_path, ("kernel", kernel_name), "file", fname)
-                if not target.is_file():
-                    line = key_line(spec_path, ("kernel", kernel_name), "file")
-                    raise HarnessError(f"{spec_path}{f':{line}' if line else ''}: [kernel.{kernel_name}] file = "
-                                       f"{fname!r} names {target}, which does not exist; fix the file name "
-                                       "(relative to htam.toml) or remove the key", path=str(spec_path))
-                if target != p:
-                    table = None  # describes a kernel of the same name in another file
-            if table is not None:
-                h = parse_kernel_table(table, kernel=kernel_name, spec_path=spec_path, file_path=p)
-                if p.suffix == ".py":
-                    facts = read_py_facts(text)
-                    if kernel_name in facts.triton_kernels:
-                        h.language = "triton"
-                    elif facts.has_cuda_string or facts.uses_load_inline or facts.uses_cupy_raw:
-                        h.language = "cuda-in-python"
-                    if h.launcher and h.launcher not in facts.functions:
-                        raise HarnessError(f"{h.source}: launcher {h.launcher!r} is not a top-level function of "
-                                           f"{p.name}; functions there: {sorted(facts.functions) or 'none'}")
-                    if h.grid and kernel_name not in facts.triton_kernels and not _string_kernel(p, kernel_name, model):
-                        raise HarnessError(f"{h.source}: a grid launch needs {kernel_name!r} to be a @triton.jit or "
-                                           f"CUDA-string kernel of {p.name}; use launcher = \"<function>\" instead")
-                return h
+                               f"{table_header(kernel_name)}", path=str(spec_path))
+        key, table = _spec_table(kernels, kernel_name, p, model, spec_path)
+        if key is not None and table is not None:
+            h = parse_kernel_table(table, kernel=kernel_name, spec_path=spec_path, file_path=p)
+            h.source = f"{spec_path} {table_header(key)}"  # the table as written (``[kernel."other::only"]`` for ``only``)
+            if p.suffix == ".py":
+                facts = read_py_facts(text)
+                if kernel_name in facts.triton_kernels:
+                    h.language = "triton"
+                elif facts.has_cuda_string or facts.uses_load_inline or facts.uses_cupy_raw:
+                    h.language = "cuda-in-python"
+                if h.launcher and h.launcher not in facts.functions:
+                    raise HarnessError(f"{h.source}: launcher {h.launcher!r} is not a top-level function of "
+                                       f"{p.name}; functions there: {sorted(facts.functions) or 'none'}")
+                if h.grid and kernel_name not in facts.triton_kernels and not _string_kernel(p, kernel_name, model):
+                    raise HarnessError(f"{h.source}: a grid launch needs {kernel_name!r} to be a @triton.jit or "
+                                       f"CUDA-string kernel of {p.name}; use launcher = \"<function>\" instead")
+            return h
     if p.suffix == ".py" and not read_py_facts(text).syntax_error:
         try:
             inferred = infer_harness(p, kernel_name, model, run_code=run_code)

@@ -51,6 +51,7 @@ from htam_core.harness.cu_eval import (
     param_names,
 )
 from htam_core.harness.int_ranges import integer_ranges
+from htam_core.harness.spec import table_header
 from htam_core.harness.toml_render import render_toml
 from htam_core.source.analysis import KernelFacts, analyze
 from htam_core.source.analysis.api_launch import api_launch, api_launch_calls
@@ -651,7 +652,7 @@ def _build(found: _Found, kernel: Kernel, path: Path, read_first: frozenset[str]
     if not m.outputs:
         raise HarnessError(f"{where}:{found.line}: {kernel.name} writes through none of its pointer arguments, so "
                            "there is no output to compare")
-    h = Harness(kind="inferred", path=str(path), kernel=kernel.name, language="cuda",
+    h = Harness(kind="inferred", path=str(path), kernel=kernel.key, language="cuda",
                 source=f"inferred from main() of {path.name} (launch at line {found.line})",
                 inputs=m.inputs, sizes=[m.sizes], outputs=m.outputs, oracle_path=str(path), notes=m.notes)
     if found.launcher is not None:
@@ -781,7 +782,7 @@ def infer_cuda_harness(path: str | Path, kernel_name: str, model: SourceModel | 
         except (TypeError, ValueError, AttributeError, KeyError, IndexError, ZeroDivisionError, OverflowError,
                 RecursionError) as e:  # host code shaped in a way the evaluator does not follow
             errors.append(f"{p.name}:{site.line}: the launch of {kernel.name} could not be read "
-                          f"({type(e).__name__}: {e}); add a [kernel.{kernel.name}] table to htam.toml")
+                          f"({type(e).__name__}: {e}); add a {table_header(kernel.key)} table to htam.toml")
     if not errors:
         raise HarnessError(f"{p.name}: {kernel.name} is never launched with <<<...>>> in this file, so main() says "
                            "nothing about its inputs; add a [kernel] table to htam.toml", missing=True)

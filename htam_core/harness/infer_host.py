@@ -38,6 +38,7 @@ from htam_core.harness.base import Harness, HarnessError, include_notes
 from htam_core.harness.cu_eval import Program, function_name
 from htam_core.harness.cu_main import has_main
 from htam_core.harness.infer_cuda import infer_cuda_harness
+from htam_core.harness.spec import table_header
 from htam_core.source.analysis.api_launch import api_launch_calls
 from htam_core.source.analysis.launch import launch_calls
 from htam_core.source.api import parse_text
@@ -233,7 +234,7 @@ def infer_from_program(path: str | Path, kernel_name: str, model: SourceModel | 
             names = ", ".join(([f"{p.name} ({own})"] if own else []) +
                               sorted({q.name for q in py} - {p.name}, key=lambda n: (not n.endswith(".py"), n)))
             raise HarnessError(f"{kernel_name} is run from {names}, which htam does not run as a program; describe "
-                               f"the call in a [kernel.{kernel_name}] table of htam.toml (inputs, sizes, launcher or "
+                               f"the call in a {table_header(kernel_name)} table of htam.toml (inputs, sizes, launcher or "
                                "grid/block)", missing=True)
         raise HarnessError(f"no main() in {p.name} or in a file of its workspace launches {kernel_name} (searched "
                            "for files that launch it or call a host function of this file that does)", missing=True)

@@ -46,6 +46,7 @@ from htam_core.harness.base import DTYPES, MOVED_NOTE, Harness, HarnessError, In
 from htam_core.harness.foreign import ForeignLauncher, foreign_launcher, foreign_launches, launcher_def
 from htam_core.harness.pysource import parse_failure, read_py_facts
 from htam_core.harness.pywrapper import wrapper_function
+from htam_core.harness.spec import table_header
 from htam_core.runtime.cache import cache_root
 from htam_core.runtime.children import child_env, kill_tree, set_parent_death_signal
 from htam_core.source import load
@@ -794,7 +795,7 @@ def _no_launcher_reason(p: Path, kernel: str, model: Any = None) -> str:
         name = src.t(decl).split("(")[0].strip() if decl is not None else "its host function"  # type: ignore[union-attr]
         return (f"{kernel} is launched by the C++ function {name}() in the CUDA string of {p.name} (line "
                 f"{hosts[0].site.line}), which htam does not call by itself; describe the kernel's inputs in a "
-                f"[kernel.{kernel}] table of htam.toml (`htam harness infer {p.name} --kernel {kernel}` prints one "
+                f"{table_header(kernel)} table of htam.toml (`htam harness infer {p.name} --kernel {kernel}` prints one "
                 "to start from)")
     elsewhere = foreign_launches(m, k) if m is not None and k is not None else []
     if elsewhere:

@@ -54,6 +54,7 @@ from htam_core.harness.roofline_bound import compulsory_bound
 from htam_core.harness.spec import (
     is_function_reference,
     reference_reads_write_only_message,
+    table_header,
     write_only_outputs_in_reference,
 )
 from htam_core.harness.trial import BASE_SEED, Trial, as_outputs, poison_
@@ -868,4 +869,4 @@ def prepare(h: Harness, device: str) -> Prepared:
     if prep is not None:
         return prep(h, device)
     raise HarnessError(f"{Path(h.path).name}: a .cu program with main() is run as a whole under ncu; it has no "
-                       f"reference to check against. Add a [kernel.{h.kernel}] table to htam.toml to verify it")
+                       f"reference to check against. Add a {table_header(h.kernel)} table to htam.toml to verify it")

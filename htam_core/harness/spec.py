@@ -67,6 +67,17 @@ _INPUT_KEYS = {"name", "dtype", "shape", "init", "value", "low", "high", "scale"
 _FUNC_REF = re.compile(r"^[\w./-]+(\.py)?:[A-Za-z_][\w.]*$")
 _IDENT = re.compile(r"^[A-Za-z_]\w*$")
 _CXX_NAME = re.compile(r"^(?:[A-Za-z_]\w*::)*[A-Za-z_]\w*(?:<[\w\s,:*]+>)?$")
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def table_header(kernel: str) -> str:
+    """The ``htam.toml`` header of the table of ``kernel`` (a :attr:`~htam_core.source.model.Kernel.key`):
+    ``[kernel.vadd]`` for a name TOML takes bare, else the name as a quoted key: ``[kernel."f64::scale"]``,
+    ``[kernel."scale(double*, double, int)"]`` (TOML 1.0, *Keys*: a bare key is ``A-Za-z0-9_-`` only)."""
+    if _BARE_KEY.match(kernel):
+        return f"[kernel.{kernel}]"
+    quoted = kernel.replace("\\", "\\\\").replace('"', '\\"')
+    return f'[kernel."{quoted}"]'
 
 
 def is_function_reference(text: str) -> bool:
@@ -445,7 +456,7 @@ def parse_kernel_table(table: dict[str, Any], *, kernel: str, spec_path: Path, f
         raise HarnessError(f"{where_of('grid')}: a CUDA kernel launch needs block = <threads per block>, e.g. block = 256")
     return Harness(
         kind="spec", path=str(file_path), kernel=kernel, language=language,
-        source=f"{spec_path} [kernel.{kernel}]", launcher=launcher, grid=None if grid is None else str(grid),
+        source=f"{spec_path} {table_header(kernel)}", launcher=launcher, grid=None if grid is None else str(grid),
         block=block, shared_bytes=shared, args=list(args), kwargs=dict(kwargs), inputs=inputs, sizes=sizes,
         interpret_sizes=interpret_sizes,
         outputs=list(outputs), reference=reference, atol=table.get("atol"), rtol=table.get("rtol"),

@@ -19,6 +19,7 @@ from htam_core.harness.cu_eval import base_type
 from htam_core.harness.foreign import foreign_launches
 from htam_core.harness.infer_cuda import output_params
 from htam_core.harness.pywrapper import wrapper_def as _wrapper_def
+from htam_core.harness.spec import table_header
 from htam_core.harness.template_cuda import (
     direct_launch,
     guessed_launch,
@@ -262,7 +263,7 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
     lines = [
         f"# Profiling harness for {kernel.name} (htam harness format, version 1).",
         "# Guessed from the kernel's parameters: check shapes, dtypes and sizes, then write the reference.",
-        f"[kernel.{kernel.name}]",
+        table_header(kernel.key),
         "version = 1",
         f"file = {_toml_str(fname)}",
     ]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from htam_core.harness.base import Harness, HarnessError
-from htam_core.harness.spec import SPEC_FILENAME, load_toml, parse_kernel_table
+from htam_core.harness.spec import SPEC_FILENAME, load_toml, parse_kernel_table, table_header
 
 
 def _toml_value(v: Any) -> str:
@@ -60,7 +60,7 @@ def render_toml(h: Harness) -> str:
     lines = _comment(h.description())
     for n in h.notes:
         lines += _comment(n, "note: ")
-    lines += [f"[kernel.{h.kernel}]", "version = 1", f"file = {json.dumps(Path(h.origin_path or h.path).name)}"]
+    lines += [table_header(h.kernel), "version = 1", f"file = {json.dumps(Path(h.origin_path or h.path).name)}"]
     if h.launcher:
         lines.append(f"launcher = {json.dumps(h.launcher)}")
     else:
@@ -120,7 +120,7 @@ def save_to_spec(h: Harness) -> Path:
     if spec.is_file():
         existing = load_toml(spec)
         if h.kernel in (existing.get("kernel") or {}):
-            raise HarnessError(f"{spec} already has a [kernel.{h.kernel}] table; edit it there (htam did not change "
+            raise HarnessError(f"{spec} already has a {table_header(h.kernel)} table; edit it there (htam did not change "
                                "the file)", path=str(spec))
         old = spec.read_text(encoding="utf-8")
     text = old + ("\n" if old and not old.endswith("\n\n") else "") + render_toml(h)

@@ -216,7 +216,7 @@ class _Loop:
         self.measurements_reused = 0  # candidates (steps) whose measurement came from the cache
         self.max_faults = 1  # consecutive LLM endpoint faults before the loop stops asking (set from the LLM config)
         self.generator = self._generator()
-        self.fingerprint = kernel_fingerprint(self.path, self.kernel.name)
+        self.fingerprint = kernel_fingerprint(self.path, self.kernel.key)
         #: the memory uid of each candidate recorded, by candidate index (under the kernel's tried id)
         self.recorded: dict[int, str] = {}
         self.steps: list[StepRecord] = []

@@ -7,11 +7,19 @@ existing engine (Dask, Ray) and no home-made scheduler.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from htam_core.optimize.reproduce import Reproduction
+
+
+def folder_name(kernel: str) -> str:
+    """``kernel`` (a name, ``f64::scale`` or ``scale(double*, double, int)``) as a folder name: every run of
+    characters other than letters, digits, ``.``, ``-`` and ``_`` becomes one ``_`` (``f64_scale``,
+    ``scale_double_double_int``); a plain name is unchanged."""
+    return re.sub(r"[^\w.-]+", "_", kernel).strip("_") or "kernel"
 
 #: Candidate policies: ``htam`` ranks with the memory (optionally ablated), ``random`` draws uniformly over
 #: the same applicable transforms, ``exhaustive`` tries every candidate of the transform space breadth-first.
@@ -75,7 +83,7 @@ class OptimizeTask:
         """The output directory, defaulting to ``htam-out/<file stem>-<kernel>``."""
         if self.out_dir:
             return Path(self.out_dir)
-        return Path("htam-out") / f"{Path(self.path).stem}-{self.kernel}"
+        return Path("htam-out") / f"{Path(self.path).stem}-{folder_name(self.kernel)}"
 
     def to_json(self) -> dict[str, Any]:
         """JSON form; the buffer text is left out."""

@@ -232,8 +232,9 @@ class Document:
         if kernel is None or kernel.name != owner.name:
             return False, None
         kernel.launch_sites = [_shift_site(s, ds, delta, self._index) for s in owner.launch_sites]
-        if owner.attributes.get("overload"):  # the same identity as in the file's model (the header is unchanged)
-            kernel.attributes = {**kernel.attributes, "overload": owner.attributes["overload"]}
+        kept = {a: owner.attributes[a] for a in ("overload", "shared_name") if a in owner.attributes}
+        if kept:  # the same identity and key as in the file's model (the header is unchanged)
+            kernel.attributes = {**kernel.attributes, **kept}
         self._fast[owner.span.start] = kernel
         return True, kernel
 

@@ -269,6 +269,15 @@ class Kernel:
         return str(self.attributes.get("overload") or self.qualified_name or self.name)
 
     @property
+    def key(self) -> str:
+        """The name that selects this kernel in its file (what :meth:`SourceModel.selector` gives for it): its plain
+        name, unless a CUDA kernel of another identity in the file shares it (``attributes["shared_name"]``, set with
+        the overloads by :func:`~htam_core.source.analysis.kernel_names.mark_overloads`), then its
+        :attr:`identity`. The editor keys its profiles, rankings and history by it, and the memory its
+        fingerprints, so a kernel whose name is its own keeps the key it had before identities existed."""
+        return self.identity if self.attributes.get("shared_name") else self.name
+
+    @property
     def constexpr_params(self) -> list[str]:
         """Names of the ``tl.constexpr`` parameters (Triton), in order."""
         return [p.name for p in self.params if p.is_constexpr]

@@ -178,7 +178,10 @@ def signature(kernel: Kernel) -> str:
 def mark_overloads(kernels: Sequence[Kernel]) -> None:
     """Give each kernel that shares its qualified name with a kernel of another signature the attribute
     ``overload`` (its :func:`signature`), which :func:`identity` and ``--kernel`` then use. A template kernel and
-    its explicit specializations (``template <> __global__ void k<float>(float*)``) stay one kernel."""
+    its explicit specializations (``template <> __global__ void k<float>(float*)``) stay one kernel. A kernel whose
+    plain name kernels of other identities share (``f32::scale``, ``f64::scale``) gets ``shared_name``, which
+    :attr:`~htam_core.source.model.Kernel.key` reads."""
+    by_name: dict[str, set[str]] = {}
     groups: dict[str, list[Kernel]] = {}
     for k in kernels:
         groups.setdefault(k.qualified_name or k.name, []).append(k)
@@ -188,6 +191,11 @@ def mark_overloads(kernels: Sequence[Kernel]) -> None:
         if len({signature(k) for k in group}) > 1:
             for k in group:
                 k.attributes = {**k.attributes, "overload": signature(k)}  # a new dict: cached kernels share theirs
+    for k in kernels:
+        by_name.setdefault(k.name, set()).add(identity(k))
+    for k in kernels:  # its plain name selects no single kernel: Kernel.key is its identity
+        if len(by_name[k.name]) > 1:
+            k.attributes = {**k.attributes, "shared_name": True}
 
 
 def _qualifier(site: LaunchSite) -> tuple[str, bool]:
