@@ -1673,13 +1673,15 @@ class KernelFacts:
         (``inp[bt*C + i]`` and ``w[oc*C + i]``, the NT layout; also one pointer read along two thread dimensions,
         ``X[a*D + c] * X[b*D + c]``, a Gram matrix X X^T). A dot product with one shared vector
         (``x[row*N + i] * y[i]``) is not one: ``y`` does not depend on the thread; nor is a sum of squares of one
-        row (``x[r*D + c] * x[r*D + c]``)."""
+        row (``x[r*D + c] * x[r*D + c]``); nor is a convolution's tap loop, whose image read moves with the loop
+        variable along the thread's own axis (``in[(y + dy)*W + x + dx]``: :func:`_window_walk`), a window of the
+        thread's neighbourhood rather than a shared dimension k of two operands."""
         out: list[LoopFact] = []
         for lp in self.loops:
             if lp.var is None or not any(a.op in ("sum", "max", "min") for a in lp.accumulators):
                 continue
             ops = [a for a in self._own_reads(lp) if a.index is not None and self._varies(a, lp.var)
-                   and _thread_dims(a)]
+                   and _thread_dims(a) and not _window_walk(a, lp.var)]
             if any(_dot_operands(x, y, lp.var) for i, x in enumerate(ops) for y in ops[i + 1:]):
                 out.append(lp)
         return tuple(out)
@@ -1955,6 +1957,20 @@ def _thread_dims(a: Access) -> frozenset[str]:
     if a.index is None:
         return frozenset()
     return frozenset(s.name for s in a.index.free_symbols if s.name.startswith(("threadIdx.", "blockIdx.")))
+
+
+def _window_walk(a: Access, var: str) -> bool:
+    """The loop over ``var`` moves ``a`` along one of the thread's own axes: its stride in ``var`` is nonzero and
+    equal to its stride in a ``threadIdx``/``blockIdx`` symbol it depends on (``in[(y + dy)*W + x + dx]``: ``dx``
+    steps 1 like ``threadIdx.x``, ``dy`` steps ``W`` like ``threadIdx.y``). Such a read is a window around the
+    thread's output (a convolution's taps, a stencil), not an operand of a dot over a shared dimension: a matmul
+    operand ``A[row*K + k]`` moves with ``k`` across the thread's axes (stride 1 against ``K`` for the row).
+    Idea source: direct convolution versus GEMM (Chetlur et al., "cuDNN: Efficient Primitives for Deep Learning",
+    2014: the taps are the sliding window that im2col would have to lay out as a K dimension)."""
+    s = a.stride(var)
+    if s is None or s == 0:
+        return False
+    return any(a.stride(d) == s for d in _thread_dims(a))
 
 
 def _dot_operands(x: Access, y: Access, var: str) -> bool:
