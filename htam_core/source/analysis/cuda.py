@@ -1264,6 +1264,20 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
             if base is None:
                 continue
             index_expr, index_text, node = base[1], env.t(arg), n
+        elif n.type == "call_expression" and is_load_builtin(env.t(n.child_by_field_name("function"))):
+            # __ldg(p) / __ldg(p + 1) / __ldcs(in + i): a read of the element the pointer argument points to, the
+            # same access as p[0] / p[1] / in[i] (``__ldg(&p[i])`` is the subscript branch's)
+            args = n.child_by_field_name("arguments")
+            first = args.named_children[0] if args is not None and args.named_children else None
+            if first is None or unwrap_parens(first).type == "pointer_expression":
+                continue
+            base = _base_of(src, aff, first, params, shared, aliases)
+            if base is None:
+                continue
+            loops, guarded = _loops_around(n, src, index)
+            out.append(Access(base[0], "shared" if base[0] in shared else "global", "read", base[1],
+                              " ".join(env.t(first).split()), src.line(n), src.span(n), loops, base[2], guarded))
+            continue
         elif n.type == "call_expression" and is_atomic_builtin(env.t(n.child_by_field_name("function"))):
             # atomicAdd(p, v) / atomicMax(p + i, v): the first argument is read and written (``&p[i]`` is the
             # subscript branch's)
