@@ -152,8 +152,9 @@ FACTS: dict[str, str] = {
     "the load may run over a grid sized to the device; false for Triton or without atomics, unknown without the "
     "kernel",
     "strided_along_x": "CUDA: some global access's index moves by neither 0 nor 1 element between consecutive "
-    "threadIdx.x (analysis layer: KernelFacts.uncoalesced): what a remap of threadIdx.x to the contiguous index "
-    "would fix; false when every known stride is 0 or 1 (already coalesced along x) or for Triton, unknown without "
+    "threadIdx.x, other than a whole window group (in[2 * q], in[2 * q + 1]: analysis layer: "
+    "KernelFacts.scattered): what a remap of threadIdx.x to the contiguous index would fix; false when every known "
+    "stride is 0 or 1 (already coalesced along x) or for Triton, unknown without "
     "the kernel",
     "shared_bank_conflicts": "CUDA: some __shared__ access of 4-byte elements moves by an even number of words "
     "between consecutive threadIdx.x (a column walk of a [32][32] tile: several lanes on one of the 32 banks; "
@@ -322,7 +323,7 @@ def _in_place_facts(facts: KernelFacts | None, features: KernelFeatures, lang: s
         return {"strided_along_x": False, "shared_bank_conflicts": False, "rows_split": False}
     if facts is None:
         return {"strided_along_x": None, "shared_bank_conflicts": None, "rows_split": None}
-    return {"strided_along_x": bool(facts.uncoalesced("x")), "shared_bank_conflicts": _bank_conflicts(facts, features),
+    return {"strided_along_x": bool(facts.scattered("x")), "shared_bank_conflicts": _bank_conflicts(facts, features),
             "rows_split": facts.thread_split_loops() is not None}
 
 

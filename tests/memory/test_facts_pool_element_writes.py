@@ -102,3 +102,27 @@ def test_a_store_not_along_the_global_x_is_not_counted():
     model = parse_text(text, "cuda")
     k = model.kernel("k")
     assert compute_facts(k.features, k.language, None, k, model)["scalar_element_writes"] == 0
+
+
+@pytest.mark.parametrize("grid", GRIDS)
+@pytest.mark.parametrize("reads", READS)
+def test_a_whole_window_group_is_not_strided_along_x(grid, reads):
+    """Each thread reads its own 2 consecutive elements of two rows: the threads together read consecutive
+    elements, so no remap of threadIdx.x is ranked for them (``strided_along_x`` false), in every spelling."""
+    model = parse_text(_text(grid, reads), "cuda")
+    k = model.kernel("pool")
+    assert analyze(model, k).uncoalesced("x")  # each read alone moves by 2
+    assert compute_facts(k.features, k.language, None, k, model)["strided_along_x"] is False
+
+
+@pytest.mark.parametrize("body", [
+    "out[i] = in[2 * i];",  # every other element: half of each sector unread
+    "out[i] = in[3 * i] + in[3 * i + 1];",  # 2 of 3 offsets
+    "out[i] = in[i * n];",  # a column walk
+])
+def test_a_partial_group_or_a_column_walk_stays_strided(body):
+    text = ("__global__ void k(const float* in, float* out, int n) {\n"
+            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) " + body + "\n}\n")
+    model = parse_text(text, "cuda")
+    k = model.kernel("k")
+    assert compute_facts(k.features, k.language, None, k, model)["strided_along_x"] is True

@@ -1509,6 +1509,27 @@ class KernelFacts:
         """Global accesses whose ``threadIdx.<dim>`` stride is known and neither 0 nor 1."""
         return tuple(a for a in self.global_accesses() if a.coalesced(dim) is False)
 
+    def scattered(self, dim: str = "x") -> tuple[Access, ...]:
+        """The :meth:`uncoalesced` accesses that are not part of a whole window group: scalar reads of one pointer
+        that move by the same constant ``S`` (2 to 16) along ``threadIdx.<dim>`` and, at constant distances from
+        each other, cover every offset ``0 .. S-1`` (a 2x2 pooling window's ``in[2 * q]``, ``in[2 * q + 1]``, in any
+        spelling: ``p[1]``, ``__ldg(p + 1)``). Such a group's threads together read consecutive elements, each
+        thread its own ``S`` of them, so the thread mapping is already along the contiguous index; what remains is
+        a strided access that a remap could coalesce."""
+        var = f"threadIdx.{dim}"
+        bad = self.uncoalesced(dim)
+        grouped: set[int] = set()
+        cand = [a for a in bad if a.kind == "read" and not a.vector and a.index is not None
+                and (s := a.stride(var)) is not None and s.is_Integer and 2 <= int(s) <= 16]
+        for a in cand:
+            size = int(a.stride(var))  # type: ignore[arg-type]
+            near = [b for b in cand if b.pointer == a.pointer and b.stride(var) == a.stride(var)
+                    and sympy.expand(b.index - a.index).is_Integer]  # type: ignore[operator]
+            offsets = {int(sympy.expand(b.index - a.index)) % size for b in near}  # type: ignore[operator]
+            if len(offsets) == size:
+                grouped |= {id(b) for b in near}
+        return tuple(a for a in bad if id(a) not in grouped)
+
     def thread_index(self, dim: str = "x", global_only: bool = True) -> ThreadIndex | None:
         """The first local variable that is the global index along ``dim`` (``i = blockIdx.x*blockDim.x+threadIdx.x``)."""
         for t in self.thread_indices:
