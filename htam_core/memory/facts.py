@@ -22,8 +22,7 @@ from typing import Any
 from htam_core.source.analysis import Access, KernelFacts, analyze
 from htam_core.source.analysis.block_load import GuardedLoad, guarded_block_load
 from htam_core.source.analysis.constants import SIZEOF, evaluate_text
-from htam_core.source.analysis.elementwise_uses import same_index
-from htam_core.source.analysis.facts import sym
+from htam_core.source.analysis.elementwise_uses import element_writes
 from htam_core.source.analysis.flat2d import FlatRemap, flat_remap
 from htam_core.source.analysis.forms import Elementwise, KernelText, elementwise
 from htam_core.source.analysis.offsets import loop_bound_reads, offsets_loops
@@ -78,8 +77,9 @@ FACTS: dict[str, str] = {
     "the kernel",
     "scalar_element_writes": "CUDA: global stores that are scalar, to a pointee narrower than 16 bytes, at the "
     "element of the 1-D global thread index (out[idx], or out + b * T * C + t * C + c with b, t, c split from idx by "
-    "/ and %), in a kernel without loops: the stores a one-element-per-thread kernel's 16-byte vector form widens "
-    "when its reads are table gathers (analysis layer: Access.index, elementwise_uses.same_index); 0 for Triton, "
+    "/ and %) or at an element that moves by 1 with the global x index of a 2-D/3-D grid (out[(c * Ho + r) * Wo + "
+    "q]), in a kernel without loops: the stores a one-element-per-thread kernel's 16-byte vector form widens "
+    "when its reads are table gathers or a strided window (analysis layer: elementwise_uses.element_writes); 0 for Triton, "
     "unknown without the kernel",
     "uses_dot": "tl.dot is called (Triton)",
     "masks": "number of masked loads/stores (Triton)",
@@ -161,8 +161,9 @@ FACTS: dict[str, str] = {
     "the load may run over a grid sized to the device; false for Triton or without atomics, unknown without the "
     "kernel",
     "strided_along_x": "CUDA: some global access's index moves by neither 0 nor 1 element between consecutive "
-    "threadIdx.x (analysis layer: KernelFacts.uncoalesced): what a remap of threadIdx.x to the contiguous index "
-    "would fix; false when every known stride is 0 or 1 (already coalesced along x) or for Triton, unknown without "
+    "threadIdx.x, other than a whole window group (in[2 * q], in[2 * q + 1]: analysis layer: "
+    "KernelFacts.scattered): what a remap of threadIdx.x to the contiguous index would fix; false when every known "
+    "stride is 0 or 1 (already coalesced along x) or for Triton, unknown without "
     "the kernel",
     "shared_bank_conflicts": "CUDA: some __shared__ access of 4-byte elements moves by an even number of words "
     "between consecutive threadIdx.x (a column walk of a [32][32] tile: several lanes on one of the 32 banks; "
@@ -338,7 +339,7 @@ def _in_place_facts(facts: KernelFacts | None, features: KernelFeatures, lang: s
         return {"strided_along_x": False, "shared_bank_conflicts": False, "rows_split": False}
     if facts is None:
         return {"strided_along_x": None, "shared_bank_conflicts": None, "rows_split": None}
-    return {"strided_along_x": bool(facts.uncoalesced("x")), "shared_bank_conflicts": _bank_conflicts(facts, features),
+    return {"strided_along_x": bool(facts.scattered("x")), "shared_bank_conflicts": _bank_conflicts(facts, features),
             "rows_split": facts.thread_split_loops() is not None}
 
 
@@ -480,22 +481,10 @@ def _scalar_contiguous_reads(f: KernelFacts | None) -> int | None:
 
 
 def _scalar_element_writes(f: KernelFacts | None) -> int | None:
-    """How many global stores are scalar, to a pointee narrower than 16 bytes (``SIZEOF``), at the element of the
-    1-D global thread index however split and rejoined (``elementwise_uses.same_index``), in a kernel without
-    loops (see :data:`FACTS` ``scalar_element_writes``); ``None`` when not analyzable."""
-    if f is None:
-        return None
-    if f.loops:
-        return 0
-    gid = sym("blockIdx.x") * sym("blockDim.x") + sym("threadIdx.x")
-    count = 0
-    for a in f.global_accesses():
-        pf = f.pointer(a.pointer)
-        size = SIZEOF.get(pf.value_type or "") if pf is not None else None
-        if a.kind != "read" and not a.vector and a.index is not None and size is not None and size < 16 \
-                and same_index(a.index, gid):
-            count += 1
-    return count
+    """How many global stores are scalar, narrower than 16 bytes, at the thread's own element along x, in a kernel
+    without loops (analysis layer: ``elementwise_uses.element_writes``; see :data:`FACTS`
+    ``scalar_element_writes``); ``None`` when not analyzable."""
+    return None if f is None else len(element_writes(f))
 
 
 def _stencil_window(f: KernelFacts | None) -> bool | None:

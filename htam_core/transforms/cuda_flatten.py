@@ -40,6 +40,7 @@ consecutive addresses); the "one thread per output element" mapping of elementwi
 from __future__ import annotations
 
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.facts import LoopFact
 from htam_core.source.analysis.forms import Elementwise, KernelText, elementwise, is_lvalue
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.running_sum import running_sum_refusal
@@ -47,7 +48,7 @@ from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, Launch, param_names, wrap_grid
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
-from htam_core.transforms.registry import register
+from htam_core.transforms.registry import propose, register
 from htam_core.types.profile import Profile
 
 _COOPERATION = ("__syncthreads", "__syncwarp", "__shfl_sync", "__shfl_xor_sync", "__shfl_down_sync",
@@ -128,14 +129,44 @@ def _guarded(unit: CudaUnit, ew: Elementwise, node: Node, var: str, n: str) -> s
     return "".join(out) + f"{ind}}}"
 
 
+#: The steps a refusal may point to, by what the row loop is: ``(transform id, strategy id, words)``, tried in order.
+_ALTERNATIVES: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "reduction": (("cuda.warp_per_row", "warp_per_row", "one warp per row"),
+                  ("cuda.block_per_row", "block_per_row", "one block per row")),
+    "running": (("cuda.block_scan", "block_scan", "a block-wide scan"),),
+}
+
+
+def _accumulating(unit: CudaUnit, fact: LoopFact, model: SourceModel | None, kernel: Kernel | None) -> str:
+    """Why a row loop with accumulators is not dealt out one element per thread, saying what the loop is from the
+    facts: a running value stored at each step (a prefix scan, :func:`~htam_core.source.analysis.running_sum.
+    running_sum_refusal`) or a reduction; another step is named only when it is made on this kernel (so the advice
+    never points to a step that is itself refused)."""
+    running = running_sum_refusal(KernelText(unit.source, unit.facts), fact.line)
+    if running is not None:
+        what, kind = running, "running"
+    else:
+        what = (f"the loop on line {fact.line} accumulates {', '.join(a.name for a in fact.accumulators)} across "
+                "the row: a reduction")
+        kind = "reduction"
+    fits = ""
+    if model is not None and kernel is not None:
+        for tid, step, words in _ALTERNATIVES[kind]:
+            if not isinstance(propose(tid, model, kernel), NotApplicable):
+                fits = f"; {words} fits ({step})"
+                break
+    return f"{what}{fits}"
+
+
 def _pre_names(unit: CudaUnit, pre: list[Node]) -> set[str]:
     """The names the statements ``pre`` declare (at any depth)."""
     return set().union(*(_declared_names(s, unit) for s in pre)) if pre else set()
 
 
-def match(unit: CudaUnit) -> tuple[Elementwise, Node, str, Node] | str:
+def match(unit: CudaUnit, model: SourceModel | None = None, kernel: Kernel | None = None
+          ) -> tuple[Elementwise, Node, str, Node] | str:
     """``(shape, loop node, loop variable, row-length node)`` of a flattenable thread-per-row kernel, or why
-    not."""
+    not (with ``model`` and ``kernel``, a refusal names another step only when it is made on this kernel)."""
     ew = elementwise(unit)
     if isinstance(ew, str):
         return f"not a thread-per-row kernel: {ew}"
@@ -158,9 +189,7 @@ def match(unit: CudaUnit) -> tuple[Elementwise, Node, str, Node] | str:
     if unit.facts.children(fact):
         return f"the loop on line {fact.line} has a nested loop"
     if fact.accumulators:
-        names = ", ".join(a.name for a in fact.accumulators)
-        return running_sum_refusal(KernelText(unit.source, unit.facts), fact.line) or (
-            f"the loop on line {fact.line} accumulates {names} across the row (a reduction: one warp per row fits)")
+        return _accumulating(unit, fact, model, kernel)
     if ew.stmts[-1] != node:
         return f"statements follow the row loop on line {fact.line}"
     if not unit.facts.is_row_loop(fact, groups=True):
@@ -207,7 +236,7 @@ class CudaThreadPerElement(CudaTransform):
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """One candidate, or the reason the row loop cannot be dealt out one element per thread."""
-        m = match(unit)
+        m = match(unit, model, kernel)
         if isinstance(m, str):
             return self.not_applicable(m)
         ew, node, var, bound = m

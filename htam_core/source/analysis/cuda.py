@@ -1215,16 +1215,8 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
     for n in walk(src.body):
         fname = env.t(n.child_by_field_name("function")).split("<", 1)[0].split("::")[-1].strip() \
             if n.type == "call_expression" else ""
-        if fname in helpers:
-            # load128(p + off) / store128(p + off, v): a 16-byte vector access of p at element offset off
-            args = n.child_by_field_name("arguments")
-            first = args.named_children[0] if args is not None and args.named_children else None
-            base = _base_of(src, aff, first, params, shared, aliases) if first is not None else None
-            if base is not None:
-                loops, guarded = _loops_around(n, src, index)
-                out.append(Access(base[0], "shared" if base[0] in shared else "global",
-                                  helpers[fname], base[1], " ".join(env.t(first).split()),  # type: ignore[arg-type]
-                                  src.line(n), src.span(n), loops, True, guarded, text=" ".join(env.t(n).split())))
+        if fname in helpers or is_load_builtin(fname):  # load128(p + off), __ldg(p + 1): through the pointer
+            out.extend(_pointer_call_access(src, aff, n, helpers.get(fname), params, shared, aliases, index))
             continue
         sub = aff.through_macro(n) if n.type == "call_expression" else None
         if sub is not None:  # `AT(C, r, c, N)`: the accesses its expansion makes, at the call's range
@@ -1294,6 +1286,30 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
                           index_expr, " ".join(index_text.split()), src.line(node), src.span(node),
                           loops, base[2], guarded, text=" ".join(env.t(node).split())))
     return tuple(out), escapes
+
+
+def _pointer_call_access(src: CudaSource, aff: Affine, n: Node, helper: str | None, params: dict[str, str | None],
+                         shared: dict[str, Node], aliases: dict[str, Base], index: dict[int, int]) -> list[Access]:
+    """The access a call ``n`` makes through its first, pointer argument, as one :class:`Access` at the call's range:
+
+    - a 16-byte vector helper of the unit (``helper`` is its kind, ``"read"`` or ``"write"``):
+      ``load128(p + off)`` / ``store128(p + off, v)``, a vector access of ``p`` at element offset ``off``;
+    - a load intrinsic (``helper`` ``None``): ``__ldg(p)``, ``__ldg(p + 1)``, ``__ldcs(in + i)`` read the element
+      the pointer points to, the same access as ``p[0]``, ``p[1]``, ``in[i]``; none for ``__ldg(&p[i])`` (the
+      subscript's own access).
+
+    None when the argument is not a pointer of the kernel."""
+    args = n.child_by_field_name("arguments")
+    first = args.named_children[0] if args is not None and args.named_children else None
+    if first is None or (helper is None and unwrap_parens(first).type == "pointer_expression"):
+        return []
+    base = _base_of(src, aff, first, params, shared, aliases)
+    if base is None:
+        return []
+    loops, guarded = _loops_around(n, src, index)
+    return [Access(base[0], "shared" if base[0] in shared else "global", helper or "read",  # type: ignore[arg-type]
+                   base[1], " ".join(src.env.t(first).split()), src.line(n), src.span(n), loops,
+                   True if helper else base[2], guarded, text=" ".join(src.env.t(n).split()))]
 
 
 def _macro_accesses(src: CudaSource, sub: MacroExpansion, params: dict[str, str | None], shared: dict[str, Node],

@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 import sympy
 
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.constants import SIZEOF
+from htam_core.source.analysis.facts import Access, KernelFacts, sym
 from htam_core.source.analysis.forms import Elementwise, KernelView, is_lvalue
 from htam_core.source.analysis.nodes import Node
 
@@ -102,6 +104,52 @@ def same_index(a: sympy.Expr, b: sympy.Expr) -> bool:
     mod, div = sympy.Function("mod"), sympy.Function("div")
     diff = (a - b).replace(mod, lambda x, m: x - m * div(x, m))
     return sympy.expand(diff) == 0
+
+
+def element_writes(facts: KernelFacts) -> tuple[Access, ...]:
+    """The global stores a one-element-per-thread kernel's 16-byte vector form widens: in a kernel without loops,
+    scalar stores to a pointee narrower than 16 bytes (``SIZEOF``) at the thread's own element along x, either the
+    1-D global thread index however split and rejoined (``out[idx]``, ``out[b*T*C + t*C + c]`` with ``b, t, c``
+    split from ``idx``: :func:`same_index`), or, in a 2-D or 3-D grid, an element that moves by 1 with the global x
+    index (``out[((size_t)c * Ho + r) * Wo + q]`` with ``q = blockIdx.x * blockDim.x + threadIdx.x`` and ``r``,
+    ``c`` from y and z: the column the row form gives 16 bytes of per thread,
+    :mod:`~htam_core.source.analysis.rows2d`).
+
+    None when the data comes only from loads strided along ``threadIdx.x`` (``rgba[4 * i + k]``, a pooling window
+    ``in[2 * q + k]`` in any spelling: ``p[1]``, ``*(p + 1)``, ``__ldg(p + 1)``): those loads would stay scalar,
+    and widening the stores alone moves none of the traffic that matters, so the vector forms refuse it.
+
+    Args:
+        facts: the kernel's analysis facts.
+
+    Returns:
+        The stores, in source order; empty for a kernel with loops (their stores are the loop forms' business).
+
+    Idea source: NVIDIA's "CUDA Pro Tip: Increase Performance with Vectorized Memory Access" (Luitjens, 2013): the
+    gain is in the loads and stores that move the data, 16 bytes per lane."""
+    if facts.loops:
+        return ()
+    reads = [a for a in facts.global_accesses() if a.kind != "write"]
+    if any(a.pattern("x") == "strided" for a in reads) and not any(a.pattern("x") == "contiguous" for a in reads):
+        return ()
+    gid = sym("blockIdx.x") * sym("blockDim.x") + sym("threadIdx.x")
+    out: list[Access] = []
+    for a in facts.global_accesses():
+        pf = facts.pointer(a.pointer)
+        size = SIZEOF.get(pf.value_type or "") if pf is not None else None
+        if a.kind == "read" or a.vector or a.index is None or size is None or size >= 16:
+            continue
+        if same_index(a.index, gid) or _column_store(a):
+            out.append(a)
+    return tuple(out)
+
+
+def _column_store(a: Access) -> bool:
+    """``a`` moves by 1 with the global x index (``blockIdx.x * blockDim.x + threadIdx.x``) and its element also
+    depends on a y or z index: a store of a 2-D/3-D grid's row at the thread's column."""
+    names = {s.name for s in a.index.free_symbols} if a.index is not None else set()
+    other = any(n.endswith((".y", ".z")) and n.startswith(("threadIdx.", "blockIdx.")) for n in names)
+    return other and a.stride("threadIdx.x") == 1 and a.stride("blockIdx.x") == sym("blockDim.x")
 
 
 def _element_index(unit: KernelView, ew: Elementwise) -> sympy.Expr | None:

@@ -1524,6 +1524,27 @@ class KernelFacts:
         """Global accesses whose ``threadIdx.<dim>`` stride is known and neither 0 nor 1."""
         return tuple(a for a in self.global_accesses() if a.coalesced(dim) is False)
 
+    def scattered(self, dim: str = "x") -> tuple[Access, ...]:
+        """The :meth:`uncoalesced` accesses that are not part of a whole window group: scalar reads of one pointer
+        that move by the same constant ``S`` (2 to 16) along ``threadIdx.<dim>`` and, at constant distances from
+        each other, cover every offset ``0 .. S-1`` (a 2x2 pooling window's ``in[2 * q]``, ``in[2 * q + 1]``, in any
+        spelling: ``p[1]``, ``__ldg(p + 1)``). Such a group's threads together read consecutive elements, each
+        thread its own ``S`` of them, so the thread mapping is already along the contiguous index; what remains is
+        a strided access that a remap could coalesce."""
+        var = f"threadIdx.{dim}"
+        bad = self.uncoalesced(dim)
+        grouped: set[int] = set()
+        cand = [a for a in bad if a.kind == "read" and not a.vector and a.index is not None
+                and (s := a.stride(var)) is not None and s.is_Integer and 2 <= int(s) <= 16]
+        for a in cand:
+            size = int(a.stride(var))  # type: ignore[arg-type]
+            near = [b for b in cand if b.pointer == a.pointer and b.stride(var) == a.stride(var)
+                    and sympy.expand(b.index - a.index).is_Integer]  # type: ignore[operator]
+            offsets = {int(sympy.expand(b.index - a.index)) % size for b in near}  # type: ignore[operator]
+            if len(offsets) == size:
+                grouped |= {id(b) for b in near}
+        return tuple(a for a in bad if id(a) not in grouped)
+
     def thread_index(self, dim: str = "x", global_only: bool = True) -> ThreadIndex | None:
         """The first local variable that is the global index along ``dim`` (``i = blockIdx.x*blockDim.x+threadIdx.x``)."""
         for t in self.thread_indices:
@@ -1688,13 +1709,15 @@ class KernelFacts:
         (``inp[bt*C + i]`` and ``w[oc*C + i]``, the NT layout; also one pointer read along two thread dimensions,
         ``X[a*D + c] * X[b*D + c]``, a Gram matrix X X^T). A dot product with one shared vector
         (``x[row*N + i] * y[i]``) is not one: ``y`` does not depend on the thread; nor is a sum of squares of one
-        row (``x[r*D + c] * x[r*D + c]``)."""
+        row (``x[r*D + c] * x[r*D + c]``); nor is a convolution's tap loop, whose image read moves with the loop
+        variable along the thread's own axis (``in[(y + dy)*W + x + dx]``: :func:`_window_walk`), a window of the
+        thread's neighbourhood rather than a shared dimension k of two operands."""
         out: list[LoopFact] = []
         for lp in self.loops:
             if lp.var is None or not any(a.op in ("sum", "max", "min") for a in lp.accumulators):
                 continue
             ops = [a for a in self._own_reads(lp) if a.index is not None and self._varies(a, lp.var)
-                   and _thread_dims(a)]
+                   and _thread_dims(a) and not _window_walk(a, lp.var)]
             if any(_dot_operands(x, y, lp.var) for i, x in enumerate(ops) for y in ops[i + 1:]):
                 out.append(lp)
         return tuple(out)
@@ -1970,6 +1993,20 @@ def _thread_dims(a: Access) -> frozenset[str]:
     if a.index is None:
         return frozenset()
     return frozenset(s.name for s in a.index.free_symbols if s.name.startswith(("threadIdx.", "blockIdx.")))
+
+
+def _window_walk(a: Access, var: str) -> bool:
+    """The loop over ``var`` moves ``a`` along one of the thread's own axes: its stride in ``var`` is nonzero and
+    equal to its stride in a ``threadIdx``/``blockIdx`` symbol it depends on (``in[(y + dy)*W + x + dx]``: ``dx``
+    steps 1 like ``threadIdx.x``, ``dy`` steps ``W`` like ``threadIdx.y``). Such a read is a window around the
+    thread's output (a convolution's taps, a stencil), not an operand of a dot over a shared dimension: a matmul
+    operand ``A[row*K + k]`` moves with ``k`` across the thread's axes (stride 1 against ``K`` for the row).
+    Idea source: direct convolution versus GEMM (Chetlur et al., "cuDNN: Efficient Primitives for Deep Learning",
+    2014: the taps are the sliding window that im2col would have to lay out as a K dimension)."""
+    s = a.stride(var)
+    if s is None or s == 0:
+        return False
+    return any(a.stride(d) == s for d in _thread_dims(a))
 
 
 def _dot_operands(x: Access, y: Access, var: str) -> bool:

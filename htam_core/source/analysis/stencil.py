@@ -171,8 +171,8 @@ def _opaque_window(reads: list[Access], loops: tuple[LoopFact, ...]) -> str:
 
 def _other_use(src: CudaSource, name: str, reads: list[Access], aliases: tuple[PointerAlias, ...]) -> str:
     """Why pointer ``name`` is not only read by plain loads (``""`` when it is): a use of the name outside every read
-    and every pointer-offset local's declaration (``__ldg(in + i)``, a pointer passed on), or a read whose address is
-    taken (``__ldg(&in[i])``)."""
+    and every pointer-offset local's declaration (a pointer passed on), a read through a load intrinsic
+    (``__ldg(in + i)``), or a read whose address is taken (``__ldg(&in[i])``)."""
     spans = [(a.span[0] - src.base, a.span[1] - src.base) for a in reads]
     spans += [(al.span[0] - src.base, al.span[1] - src.base) for al in aliases if al.pointer == name]
     for n in walk(src.body):
@@ -181,6 +181,9 @@ def _other_use(src: CudaSource, name: str, reads: list[Access], aliases: tuple[P
             return f"{name} is used on line {n.start_point[0] + 1} other than by a plain read ({text(n.parent, src.src)})"
     for a in reads:
         node = src.node_at(a.span)
+        if node is not None and node.type == "call_expression":  # __ldg(in + i): a load intrinsic's read
+            return (f"{name} is used on line {node.start_point[0] + 1} other than by a plain read "
+                    f"({text(node, src.src)})")
         p = node.parent if node is not None else None
         while p is not None and p.type == "parenthesized_expression":
             p = p.parent
