@@ -440,20 +440,6 @@ def bounds_edit(unit: CudaUnit, old_total: int | None, new_total: int) -> TextEd
     return f"__launch_bounds__({lb.text}) is smaller than {new_total} threads"
 
 
-def _declared_limit(unit: CudaUnit) -> tuple[int, str] | None:
-    """``(max threads, text as written)`` of the kernel's ``__launch_bounds__`` when it is a compile-time integer
-    (a literal, a named or ``constexpr`` constant, a macro: :func:`~htam_core.source.analysis.launch_bounds.
-    launch_bounds`), else ``None`` (no bounds, or a template parameter that follows the launch).
-
-    The limit is the kernel's declared contract with the compiler (with a minimum of blocks per SM it also caps the
-    registers per thread): a launch with more threads per block fails (CUDA C++ Programming Guide, "Launch
-    Bounds"), so retuning the block keeps within it rather than rewriting the user's promise."""
-    lb = unit.launch_bounds()
-    if lb is None or lb.template or lb.max_threads is None:
-        return None
-    return lb.max_threads, lb.text
-
-
 def _input_note(expr: str) -> str:
     """``", which the program read from its command line or environment: that input no longer sets it"`` when
     the replaced grid expression ``expr`` reads ``argv``/``getenv``/``atoi``-style input, else ``""``: the step
@@ -536,13 +522,8 @@ class CudaBlockSize(CudaTransform):
             return self.not_applicable(f"block shape {current} is not handled")
         out: list[Candidate] = []
         reasons: list[str] = []
-        limit = _declared_limit(unit)
         for shape in options:
             if shape == current:
-                continue
-            if limit is not None and math.prod(shape) > limit[0]:
-                reasons.append(f"{kernel.name} declares __launch_bounds__({limit[1]}): at most {limit[0]} threads "
-                               f"per block, so a {'x'.join(map(str, shape))} block would not launch")
                 continue
             held: list[str] = []
             edits = retune_block(unit, shape, held=held)
