@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from cpu_emulation import compiler, run_block_main
-from transform_helpers import assert_nvcc_compiles
+from transform_helpers import assert_nvcc_compiles, only_candidate
 
 from htam_core.cli.main import main as htam_main
 from htam_core.memory import load_knowledge
@@ -160,11 +160,7 @@ def _name(kernel: str) -> str:
 
 
 def _candidate(text: str, kernel: str) -> Candidate:
-    model = parse_text(text, "cuda")
-    cs = registry.propose(ID, model, model.kernel(_name(kernel)))
-    assert isinstance(cs, list), cs.reason
-    (c,) = cs
-    return c
+    return only_candidate(ID, text, _name(kernel))
 
 
 def _run(text: str, name: str, tmp) -> list[float]:

@@ -13,10 +13,10 @@ import subprocess
 import pytest
 from cpu_emulation import compiler, run_block_main
 from spellings import ROOT
+from transform_helpers import only_candidate
 
 from htam_core.source import load, parse_text
 from htam_core.transforms import registry
-from htam_core.transforms.base import Candidate
 
 FOLDER = ROOT / "stencil_tile"
 ID = "cuda.stencil_smem_tile"
@@ -51,14 +51,6 @@ int main() {
 """
 
 
-def _candidate(text: str, kernel: str) -> Candidate:
-    model = parse_text(text, "cuda")
-    cs = registry.propose(ID, model, model.kernel(kernel))
-    assert isinstance(cs, list), cs.reason
-    (c,) = cs
-    return c
-
-
 def _run(text: str, kernel: str, call: str, block: int, prelude: str, n: int, tmp) -> list[float]:
     call = call.replace("IN", "in").replace("W", "w.data()").replace("OUT", "out.data()").replace("N", "n")
     main = MAIN.replace("N_", str(n)).replace("BLOCK_", str(block)).replace("CALL_", call)
@@ -78,7 +70,7 @@ def test_the_tile_keeps_each_output_and_reads_nothing_out_of_range(file, tmp_pat
         pytest.skip("no host C++ compiler")
     kernel, call, block, prelude = CALLS[file]
     text = (FOLDER / file).read_text()
-    c = _candidate(text, kernel)
+    c = only_candidate(ID, text, kernel)
     assert "__syncthreads()" in c.new_text and "htam_tile[threadIdx.x" in c.new_text
     n = 3 * block + 37  # a partial last block; the edges of both ends inside the first and last blocks
     want = _run(text, kernel, call, block, prelude, n, tmp_path)
@@ -156,7 +148,7 @@ OWN = {
 
 
 def test_a_pointer_offset_local_left_unread_is_removed():
-    c = _candidate(SHIFTED_POINTER, "centred")
+    c = only_candidate(ID, SHIFTED_POINTER, "centred")
     assert "*centre" not in c.new_text and "htam_tile[threadIdx.x + 2]" in c.new_text
 
 
@@ -165,7 +157,7 @@ def test_other_spellings_keep_their_outputs(name, tmp_path):
     if compiler() is None:
         pytest.skip("no host C++ compiler")
     text, kernel, call, block = OWN[name]
-    c = _candidate(text, kernel)
+    c = only_candidate(ID, text, kernel)
     prelude = "#define R 2\n" if "#define R" in text else ""
     n = 2 * block + 5
     assert _run(c.new_text, kernel, call, block, prelude, n, tmp_path) == \
@@ -173,7 +165,7 @@ def test_other_spellings_keep_their_outputs(name, tmp_path):
 
 
 def test_a_non_constant_block_gets_dynamic_shared_memory_sized_at_the_launch():
-    c = _candidate(DYNAMIC_BLOCK, "box")
+    c = only_candidate(ID, DYNAMIC_BLOCK, "box")
     assert "extern __shared__" in c.new_text
     assert "<<<(n + threads - 1) / threads, threads, (threads + 2) * sizeof(float)>>>" in c.new_text
 
@@ -183,7 +175,7 @@ def test_an_unguarded_halo_load_is_caught(tmp_path):
     if compiler() is None:
         pytest.skip("no host C++ compiler")
     kernel, call, block, prelude = CALLS["nvidia_samples.cu"]
-    c = _candidate((FOLDER / "nvidia_samples.cu").read_text(), kernel)
+    c = only_candidate(ID, (FOLDER / "nvidia_samples.cu").read_text(), kernel)
     head, sep, tail = c.new_text.partition("        if (")
     assert sep
     broken = head + "        if (true || " + tail
@@ -242,7 +234,7 @@ def test_the_block_is_not_retuned_under_a_static_tile():
     """The static tile is sized for the launch's block: the block-size step, made on the tiled kernel, refuses (the
     load's index hard-codes the block), so it never leaves a tile smaller than the block."""
     kernel = CALLS["nvidia_samples.cu"][0]
-    c = _candidate((FOLDER / "nvidia_samples.cu").read_text(), kernel)
+    c = only_candidate(ID, (FOLDER / "nvidia_samples.cu").read_text(), kernel)
     model = parse_text(c.new_text, "cuda")
     got = registry.propose("cuda.block_size", model, model.kernel(kernel))
     assert not isinstance(got, list) and "hard-codes the block" in got.reason

@@ -15,10 +15,10 @@ import subprocess
 import pytest
 from cpu_emulation import compiler, run_block_main
 from spellings import ROOT
+from transform_helpers import only_candidate
 
 from htam_core.source import load, parse_text
 from htam_core.transforms import registry
-from htam_core.transforms.base import Candidate
 
 FOLDER = ROOT / "stencil_tile_2d"
 ID = "cuda.stencil_smem_tile"
@@ -75,14 +75,6 @@ def _prelude(text: str) -> str:
     return CG_SHIM + "\n".join(lines) + "\n"
 
 
-def _candidate(text: str, kernel: str) -> Candidate:
-    model = parse_text(text, "cuda")
-    cs = registry.propose(ID, model, model.kernel(kernel))
-    assert isinstance(cs, list), cs.reason
-    (c,) = cs
-    return c
-
-
 def _run(text: str, kernel: str, call: str, block: tuple[int, int], size: tuple[int, int], tmp,
          prelude: str | None = None) -> list[float]:
     call = (call.replace("IN_", "in").replace("WT_", "w.data()").replace("OUT_", "out.data()")
@@ -110,7 +102,7 @@ def test_the_2d_tile_keeps_each_output_and_reads_nothing_out_of_range(file, tmp_
         pytest.skip("no host C++ compiler")
     kernel, call, block = CALLS[file]
     text = (FOLDER / file).read_text()
-    c = _candidate(text, kernel)
+    c = only_candidate(ID, text, kernel)
     assert "__syncthreads()" in c.new_text and re.search(r"htam_tile\[threadIdx\.y[^\]]*\]\[threadIdx\.x", c.new_text)
     size = (2 * block[0] + 7, 3 * block[1] + 5)  # partial last blocks along both axes
     want = _run(text, kernel, call, block, size, tmp_path)
@@ -222,7 +214,7 @@ def test_other_2d_spellings_keep_their_outputs(name, tmp_path):
     if compiler() is None:
         pytest.skip("no host C++ compiler")
     text, kernel, call, block = OWN[name]
-    c = _candidate(text, kernel)
+    c = only_candidate(ID, text, kernel)
     size = (3 * block[0] + 3, 2 * block[1] + 5)
     assert _run(c.new_text, kernel, call, block, size, tmp_path) == _run(text, kernel, call, block, size, tmp_path)
 
@@ -232,7 +224,7 @@ def test_other_2d_spellings_compile(name, tmp_path):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not installed")
     text, kernel, _, _ = OWN[name]
-    _nvcc_ok(_candidate(text, kernel).new_text, tmp_path)
+    _nvcc_ok(only_candidate(ID, text, kernel).new_text, tmp_path)
 
 
 def test_an_unguarded_halo_load_is_caught(tmp_path):
@@ -241,7 +233,7 @@ def test_an_unguarded_halo_load_is_caught(tmp_path):
         pytest.skip("no host C++ compiler")
     kernel, call, block = CALLS["nvidia_samples.cu"]
     text = (FOLDER / "nvidia_samples.cu").read_text()
-    c = _candidate(text, kernel)
+    c = only_candidate(ID, text, kernel)
     head, sep, tail = c.new_text.partition("        if (")
     assert sep
     with pytest.raises(subprocess.CalledProcessError):
@@ -249,7 +241,7 @@ def test_an_unguarded_halo_load_is_caught(tmp_path):
 
 
 def test_the_tile_is_sized_by_the_launch_and_the_window():
-    c = _candidate(UNSIGNED_ASYMMETRIC, "upwind")
+    c = only_candidate(ID, UNSIGNED_ASYMMETRIC, "upwind")
     assert "__shared__ double htam_tile[10][10];" in c.new_text  # 8 + 2 rows (y - 1 to y + 1), 8 + 2 columns (x - 2 to x)
     assert "htam_tile[threadIdx.y][threadIdx.x + k]" in c.new_text and "htam_tile[threadIdx.y + 2][" in c.new_text
     assert "long long" in c.new_text  # the size_t index keeps 64-bit arithmetic
@@ -332,7 +324,7 @@ void launch(const float *in, float *out, int W, int H) { k<<<dim3(W / 16, H / 16
 def test_row_pointers_left_unread_are_removed():
     """The pointer-offset locals the window was read through are read by nothing once it reads the tile: their
     declarations go (chains and several declarators in one statement alike), and the rest stays."""
-    c = _candidate(CHAINED_ROWS, "k")
+    c = only_candidate(ID, CHAINED_ROWS, "k")
     assert "*row" not in c.new_text and "*up" not in c.new_text and "*c =" not in c.new_text
     assert "int y = blockIdx.y" in c.new_text and "out[y * W + x] = htam_tile[" in c.new_text
 
@@ -341,7 +333,7 @@ def test_the_block_is_not_retuned_under_a_2d_tile():
     """The tile is sized for the launch's block: the block-size step on the tiled kernel refuses, so it never
     leaves a tile that does not match the block."""
     kernel = CALLS["templated.cu"][0]
-    c = _candidate((FOLDER / "templated.cu").read_text(), kernel)
+    c = only_candidate(ID, (FOLDER / "templated.cu").read_text(), kernel)
     model = parse_text(c.new_text, "cuda")
     got = registry.propose("cuda.block_size", model, model.kernel(kernel))
     assert not isinstance(got, list)

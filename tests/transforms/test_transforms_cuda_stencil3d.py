@@ -13,11 +13,11 @@ import subprocess
 
 import pytest
 from cpu_emulation import compiler, run_block_main
+from transform_helpers import only_candidate
 
 from htam_core.memory.facts import compute_facts
 from htam_core.source import parse_text
 from htam_core.transforms import registry
-from htam_core.transforms.base import Candidate
 
 ID = "cuda.stencil_smem_tile"
 
@@ -102,14 +102,6 @@ int main() {
 """
 
 
-def _candidate(text: str, kernel: str) -> Candidate:
-    model = parse_text(text, "cuda")
-    cs = registry.propose(ID, model, model.kernel(kernel))
-    assert isinstance(cs, list), cs.reason
-    (c,) = cs
-    return c
-
-
 def _run(text: str, name: str, tmp) -> list[float]:
     _, kernel, call, block, size = KERNELS[name]
     main = MAIN
@@ -126,7 +118,7 @@ def test_the_3d_tile_is_offered_and_reads_every_neighbour_from_it(name):
     model = parse_text(text, "cuda")
     k = model.kernel(kernel)
     assert compute_facts(k.features, "cuda", None, k, model)["stencil_window"] is True
-    c = _candidate(text, kernel)
+    c = only_candidate(ID, text, kernel)
     assert "htam_tile[threadIdx.z" in c.new_text and "__syncthreads()" in c.new_text
     assert "in[IDX" not in c.new_text and "u[c" not in c.new_text and "in[((z" not in c.new_text
 
@@ -136,7 +128,7 @@ def test_the_3d_tile_keeps_each_output_and_reads_nothing_out_of_range(name, tmp_
     if compiler() is None:
         pytest.skip("no host C++ compiler")
     text, kernel, _, _, size = KERNELS[name]
-    c = _candidate(text, kernel)
+    c = only_candidate(ID, text, kernel)
     want = _run(text, name, tmp_path)
     got = _run(c.new_text, name, tmp_path)
     assert len(got) == size[0] * size[1] * size[2] and got == want
@@ -147,7 +139,7 @@ def test_the_3d_tile_compiles(name, tmp_path):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not installed")
     text, kernel, _, _, _ = KERNELS[name]
-    (tmp_path / "k.cu").write_text(_candidate(text, kernel).new_text)
+    (tmp_path / "k.cu").write_text(only_candidate(ID, text, kernel).new_text)
     p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(tmp_path / "k.cu"), "-o", str(tmp_path / "k.o")],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
@@ -158,7 +150,7 @@ def test_an_unguarded_3d_halo_load_is_caught(tmp_path):
     if compiler() is None:
         pytest.skip("no host C++ compiler")
     text, kernel = KERNELS["runtime_7"][:2]
-    c = _candidate(text, kernel)
+    c = only_candidate(ID, text, kernel)
     broken = c.new_text.replace("        if (", "        if (true || ", 1)
     assert broken != c.new_text
     with pytest.raises(subprocess.CalledProcessError):

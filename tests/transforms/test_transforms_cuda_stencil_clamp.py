@@ -13,12 +13,12 @@ import subprocess
 
 import pytest
 from cpu_emulation import compiler, run_block_main
+from transform_helpers import only_candidate
 
 from htam_core.source import parse_text
 from htam_core.source.analysis import analyze
 from htam_core.source.analysis.facts import sym
 from htam_core.transforms import registry
-from htam_core.transforms.base import Candidate
 
 ID = "cuda.stencil_smem_tile"
 
@@ -102,14 +102,6 @@ int main() {
 """
 
 
-def _candidate(text: str, kernel: str) -> Candidate:
-    model = parse_text(text, "cuda")
-    cs = registry.propose(ID, model, model.kernel(kernel))
-    assert isinstance(cs, list), cs.reason
-    (c,) = cs
-    return c
-
-
 def _run(text: str, name: str, size: tuple[int, int], tmp) -> list[float]:
     _, kernel, call, block, elem = KERNELS[name]
     call = call.replace("IN_", "in").replace("OUT_", "out.data()").replace("W_", "W").replace("H_", "H")
@@ -121,7 +113,7 @@ def _run(text: str, name: str, size: tuple[int, int], tmp) -> list[float]:
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_a_clamped_window_is_tiled_and_the_load_reads_the_clamped_element(name):
     text, kernel, _, block, elem = KERNELS[name]
-    c = _candidate(text, kernel)
+    c = only_candidate(ID, text, kernel)
     load = next(ln for ln in c.new_text.splitlines() if "htam_tile[htam_r][htam_c] =" in ln)
     assert load.count("min(max(") == 2  # both coordinates of the load clamped as the kernel clamps them
     assert f"__shared__ {elem} htam_tile[" in c.new_text  # the kernel's element type, its sums kept as written
@@ -133,7 +125,7 @@ def test_a_clamped_tile_keeps_each_output_at_the_borders(name, tmp_path):
     if compiler() is None:
         pytest.skip("no host C++ compiler")
     text, kernel, _, block, _ = KERNELS[name]
-    c = _candidate(text, kernel)
+    c = only_candidate(ID, text, kernel)
     for size in ((2 * block[0] + 5, 3 * block[1] + 3), (3, 2)):  # partial blocks; an image smaller than the halo
         want = _run(text, name, size, tmp_path)
         got = _run(c.new_text, name, size, tmp_path)
@@ -145,7 +137,7 @@ def test_a_clamped_tile_compiles(name, tmp_path):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not installed")
     text, kernel, _, _, _ = KERNELS[name]
-    (tmp_path / "k.cu").write_text(_candidate(text, kernel).new_text)
+    (tmp_path / "k.cu").write_text(only_candidate(ID, text, kernel).new_text)
     p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(tmp_path / "k.cu"), "-o", str(tmp_path / "k.o")],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
@@ -155,7 +147,7 @@ def test_an_unclamped_halo_load_is_caught(tmp_path):
     """The check can fail: the same tile loaded without the clamp reads outside the image at its border."""
     if compiler() is None:
         pytest.skip("no host C++ compiler")
-    c = _candidate(BOXBLUR_U8, "boxblur3x3")
+    c = only_candidate(ID, BOXBLUR_U8, "boxblur3x3")
     broken = c.new_text.replace("min(max(htam_ey, 0), -1 + ((int)height))", "htam_ey")
     assert broken != c.new_text
     with pytest.raises(subprocess.CalledProcessError):
@@ -210,8 +202,8 @@ KEPT_LOCAL = HEAD + """    const int xr = min(x + 1, W - 1), yd = min(y + 1, H -
 def test_clamp_locals_nothing_reads_any_more_are_removed():
     """The locals that held a clamped coordinate go once the reads read the tile (no unused-variable warning),
     unless something else still reads them."""
-    c = _candidate(BOXBLUR_U8, "boxblur3x3")
+    c = only_candidate(ID, BOXBLUR_U8, "boxblur3x3")
     assert "int xx" not in c.new_text and "int yy" not in c.new_text and "int sum = 0;" in c.new_text
-    kept = _candidate(KEPT_LOCAL, "k").new_text
+    kept = only_candidate(ID, KEPT_LOCAL, "k").new_text
     # xr is still read; yd, declared beside it, is not: its declarator goes, the statement stays
     assert "const int xr = min(x + 1, W - 1);" in kept and "(float)xr" in kept and "yd" not in kept

@@ -13,10 +13,7 @@ import subprocess
 
 import pytest
 from cpu_emulation import compiler, run_block_main
-
-from htam_core.source import parse_text
-from htam_core.transforms import registry
-from htam_core.transforms.base import Candidate
+from transform_helpers import only_candidate
 
 ID = "cuda.stencil_smem_tile"
 
@@ -94,14 +91,6 @@ int main() {
 """
 
 
-def _candidate(text: str, kernel: str) -> Candidate:
-    model = parse_text(text, "cuda")
-    cs = registry.propose(ID, model, model.kernel(kernel))
-    assert isinstance(cs, list), cs.reason
-    (c,) = cs
-    return c
-
-
 def _run(text: str, kernel: str, block: tuple[int, int], tmp) -> list[float]:
     size = (2 * block[0] + 5, 2 * block[1] + 3)  # partial last blocks along both axes
     main = (MAIN.replace("WIDTH", str(size[0])).replace("HEIGHT", str(size[1])).replace("BX", str(block[0]))
@@ -113,7 +102,7 @@ def _run(text: str, kernel: str, block: tuple[int, int], tmp) -> list[float]:
 @pytest.mark.parametrize("name", sorted(PLANES))
 def test_the_tile_is_loaded_from_the_blocks_plane(name):
     text, kernel, _ = PLANES[name]
-    c = _candidate(text, kernel)
+    c = only_candidate(ID, text, kernel)
     assert "blockIdx.z" in c.new_text.split("__syncthreads()")[0]  # the load adds the plane's offset
     assert "htam_tile[threadIdx.y" in c.new_text
 
@@ -123,7 +112,7 @@ def test_the_plane_tile_keeps_each_output_and_reads_nothing_out_of_range(name, t
     if compiler() is None:
         pytest.skip("no host C++ compiler")
     text, kernel, block = PLANES[name]
-    c = _candidate(text, kernel)
+    c = only_candidate(ID, text, kernel)
     want = _run(text, kernel, block, tmp_path)
     got = _run(c.new_text, kernel, block, tmp_path)
     assert len(want) == 3 * (2 * block[0] + 5) * (2 * block[1] + 3) and got == want
@@ -134,7 +123,7 @@ def test_a_tile_loaded_from_plane_zero_is_caught(tmp_path):
     if compiler() is None:
         pytest.skip("no host C++ compiler")
     text, kernel, block = PLANES["flat_p"]
-    c = _candidate(text, kernel)
+    c = only_candidate(ID, text, kernel)
     head, sep, tail = c.new_text.partition("__syncthreads()")
     wrong = head.replace("((int)blockIdx.z)", "0").replace("((long long)blockIdx.z)", "0")
     assert wrong != head
@@ -146,7 +135,7 @@ def test_the_plane_tile_compiles(name, tmp_path):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not installed")
     text, kernel, _ = PLANES[name]
-    (tmp_path / "k.cu").write_text(_candidate(text, kernel).new_text)
+    (tmp_path / "k.cu").write_text(only_candidate(ID, text, kernel).new_text)
     p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(tmp_path / "k.cu"), "-o", str(tmp_path / "k.o")],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]

@@ -69,3 +69,13 @@ def assert_nvcc_compiles(text: str, tmp_path: Path, name: str = "cand.cu") -> No
     p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(src.with_suffix(".o"))],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
+
+
+def only_candidate(transform_id: str, text: str, kernel: str) -> Candidate:
+    """The one candidate ``transform_id`` proposes for ``kernel`` of the CUDA ``text`` (fails the test, with the
+    transform's reason, when it refuses or proposes several)."""
+    model = parse_text(text, "cuda")
+    cs = registry.propose(transform_id, model, model.kernel(kernel))
+    assert isinstance(cs, list), cs.reason
+    (c,) = cs
+    return c
