@@ -32,6 +32,7 @@ from dataclasses import replace
 
 import sympy
 
+from htam_core.source.analysis.builtins import is_load_builtin
 from htam_core.source.analysis.clamp import Clamp, clamp_locals, unclamp
 from htam_core.source.analysis.facts import (
     Access,
@@ -181,7 +182,9 @@ def _other_use(src: CudaSource, name: str, reads: list[Access], aliases: tuple[P
             return f"{name} is used on line {n.start_point[0] + 1} other than by a plain read ({text(n.parent, src.src)})"
     for a in reads:
         node = src.node_at(a.span)
-        if node is not None and node.type == "call_expression":  # __ldg(in + i): a load intrinsic's read
+        fn = node.child_by_field_name("function") if node is not None and node.type == "call_expression" else None
+        if fn is not None and is_load_builtin(text(fn, src.src).split("<", 1)[0].split("::")[-1].strip()):
+            # __ldg(in + i): a load intrinsic's read (a macro call such as AT(img, y, x, w) is a plain read)
             return (f"{name} is used on line {node.start_point[0] + 1} other than by a plain read "
                     f"({text(node, src.src)})")
         p = node.parent if node is not None else None
