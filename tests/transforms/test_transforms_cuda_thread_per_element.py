@@ -40,7 +40,7 @@ def test_early_return_guard_and_a_row_value(cand):
 @pytest.mark.parametrize("kernel,needle", [
     ("row_sum", "accumulates acc across the row"),
     ("col_scale", "is not an uncoalesced row loop"),
-    ("row_prefix", "keeps a running value of run and stores it at each element"),
+    ("row_prefix", "is a running sum (`out[r * cols + c] = run` stores run at each step"),
 ])
 def test_refusals(refuse, kernel, needle):
     assert needle in refuse(TID, FILE, kernel)

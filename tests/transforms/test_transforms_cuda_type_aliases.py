@@ -126,7 +126,7 @@ def test_value_uses_invariant_loads_and_a_pointer_declared_in_the_loop(cand):
 
 
 @pytest.mark.parametrize(("kernel", "needle"), [
-    ("moving_pointer_rows", "the pointer of `out[j]` is set inside the loop on line 62 from values that change there"),
+    ("moving_pointer_rows", "the pointer of `o[j]` is set inside the loop on line 62 from values that change there"),
     ("reads_what_it_writes", "`buf[row * cols]` in the loop on line 73 is not a stride-1 access in j"),
     # regression: a jump in the body used to be copied into each lane, where it skipped the other lanes
     ("skips_zeros", "the loop on line 92 has `continue;`, which in a float4 step would skip the other lanes"),
