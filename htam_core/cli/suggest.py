@@ -123,13 +123,7 @@ def run(args: argparse.Namespace) -> int:
     warnings = list(profile.warnings) + warnings + store.warnings
     steps, verdicts = made_first(steps, lambda sid: _verdict(kb, sid, model, kernel), args.top)
     if args.json:
-        json.dump([{**s.to_json(), "makes_edit": v.makeable, "refusal": v.reason, "advice": v.advice,
-                    "structural": v.structural, "refused": refused(v)}
-                   for s, v in zip(steps, verdicts, strict=True)], sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        for w in warnings:
-            print(f"htam: warning: {w}", file=sys.stderr)
-        return 0
+        return _print_json(steps, verdicts, warnings)
     print(f"{kernel.identity} ({kernel.language}, lines {kernel.start_line}-{kernel.end_line}): "
           f"{profile.mode} profile, bottleneck {profile.bottleneck.cls}")
     for w in warnings:
@@ -158,6 +152,18 @@ def run(args: argparse.Namespace) -> int:
             print(f"   refused here: {first_line(v.reason or 'the transform made no edit')}")
         else:
             print(f"   not made by the rules engine: {v.reason}")
+    return 0
+
+
+def _print_json(steps: list, verdicts: list, warnings: list[str]) -> int:
+    """``htam suggest --json``: each ranked step with the rules engine's verdict on stdout, the warnings on
+    stderr. Returns 0."""
+    json.dump([{**s.to_json(), "makes_edit": v.makeable, "refusal": v.reason, "advice": v.advice,
+                "structural": v.structural, "refused": refused(v)}
+               for s, v in zip(steps, verdicts, strict=True)], sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    for w in warnings:
+        print(f"htam: warning: {w}", file=sys.stderr)
     return 0
 
 

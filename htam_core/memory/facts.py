@@ -624,6 +624,11 @@ def _profile_facts(profile: Profile | None) -> dict[str, Any]:
     }
 
 
+#: The CUDA normal forms the memory reads as one boolean fact each (``False`` for Triton; ``None`` without the file).
+_CUDA_FORMS = {"one_element_tree": _one_element_tree, "segment_prefix_loop": _segment_prefix_loop,
+               "flat_remappable": _flat_remappable, "elementwise_shape": _elementwise_shape}
+
+
 def compute_facts(
     features: KernelFeatures,
     language: str,
@@ -703,10 +708,7 @@ def compute_facts(
     facts["scalar_element_writes"] = 0 if lang != "cuda" else _scalar_element_writes(analysis)
     facts.update(_row_loop_facts(analysis, lang), few_long_rows=_few_long_rows(lang, model, kernel, in_file))
     facts.update(_window_facts(in_file, lang, matmul_like))
-    facts["one_element_tree"] = False if lang != "cuda" else _one_element_tree(model, kernel, in_file)
-    facts["segment_prefix_loop"] = False if lang != "cuda" else _segment_prefix_loop(model, kernel, in_file)
-    facts["flat_remappable"] = False if lang != "cuda" else _flat_remappable(model, kernel, in_file)
-    facts["elementwise_shape"] = False if lang != "cuda" else _elementwise_shape(model, kernel, in_file)
+    facts.update({k: False if lang != "cuda" else form(model, kernel, in_file) for k, form in _CUDA_FORMS.items()})
     facts.update(_kernel_facts(kernel, lang))
     facts.update(_analysis_facts(analysis, f, lang))
     structural_transpose = (lang == "cuda" and loads == 1 and stores == 1 and bool(f.uses_2d_index)
