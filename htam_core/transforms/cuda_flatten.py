@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.facts import LoopFact
-from htam_core.source.analysis.forms import Elementwise, KernelText, elementwise, is_lvalue
+from htam_core.source.analysis.forms import Elementwise, elementwise, is_lvalue
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.running_sum import running_sum_refusal
 from htam_core.source.model import Kernel, SourceModel
@@ -142,7 +142,7 @@ def _accumulating(unit: CudaUnit, fact: LoopFact, model: SourceModel | None, ker
     facts: a running value stored at each step (a prefix scan, :func:`~htam_core.source.analysis.running_sum.
     running_sum_refusal`) or a reduction; another step is named only when it is made on this kernel (so the advice
     never points to a step that is itself refused)."""
-    running = running_sum_refusal(KernelText(unit.source, unit.facts), fact.line)
+    running = running_sum_refusal(unit, fact.line)
     if running is not None:
         what, kind = running, "running"
     else:

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from htam_core.source.analysis import Accumulator, LoopFact
 from htam_core.source.analysis import nodes as syn
-from htam_core.source.analysis.forms import KernelText, elementwise
+from htam_core.source.analysis.forms import elementwise
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.running_sum import running_sum_refusal
 from htam_core.source.model import Kernel, SourceModel
@@ -195,7 +195,7 @@ def _reduction_problem(unit: CudaUnit, rl: RowLoop, body: Node, acc: Accumulator
         return f"the sum {acc.name} does not start at 0; per-thread partials would count its start {BLOCK} times"
     upd = acc.span
     if any(not (upd[0] <= unit.file_byte(r) < upd[1]) for r in references(body, unit.src, acc.name)):
-        return running_sum_refusal(KernelText(unit.source, unit.facts), rl.fact.line) or (
+        return running_sum_refusal(unit, rl.fact.line) or (
             f"the pass on line {rl.fact.line} reads {acc.name} while it reduces into it; a thread holds only a "
             "partial value there")
     return None

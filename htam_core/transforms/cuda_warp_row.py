@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.argreduce import ArgStep, arg_step
 from htam_core.source.analysis.constants import is_zero_value, literal_value
-from htam_core.source.analysis.forms import Elementwise, KernelText, elementwise, is_lvalue
+from htam_core.source.analysis.forms import Elementwise, elementwise, is_lvalue
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.running_sum import running_sum_refusal
 from htam_core.source.analysis.select import Selection, select_step
@@ -467,12 +467,12 @@ def _body_steps(unit: CudaUnit, w: _Walk, scalars: dict[str, Node]) -> tuple[dic
             return f"the loop on line {line} writes {name}, which is not a local of the guarded body"
         op, step = _step_of(unit, n, name, args)
         if op is None or name in ops:
-            return running_sum_refusal(KernelText(unit.source, unit.facts), line) or (
+            return running_sum_refusal(unit, line) or (
                 f"the loop on line {line} updates {name} in a way that is not one sum/max/min/arg-max/arg-min "
                 "reduction step")
         ops[name] = op
         if any(not (step.start_byte <= r.start_byte < step.end_byte) for r in references(body, unit.src, name)):
-            return running_sum_refusal(KernelText(unit.source, unit.facts), line) or (
+            return running_sum_refusal(unit, line) or (
                 f"the loop on line {line} reads {name} while it reduces into it; a lane holds only a partial value "
                 "there")
     used = [a for a in args if ops.get(a.value) == a.kind]
