@@ -7,6 +7,7 @@ The HTAM knowledge base refers to transforms by id.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import difflib
 import importlib
@@ -533,8 +534,9 @@ def diff_edits(old: str, new: str) -> list[TextEdit]:
     return out
 
 
-#: Transforms being composed after an enabling step now (ids): a step never composes after itself again.
-_COMPOSING: set[str] = set()
+#: Transforms being composed after an enabling step now, in this thread or task (ids): a step never composes after
+#: itself again. A context variable, so proposals made at once on other threads do not see each other's.
+_COMPOSING: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("htam_composing", default=frozenset())
 
 
 def compose_after(first_id: str, then: Transform, model: SourceModel, kernel: Kernel, profile: Profile | None
@@ -550,7 +552,7 @@ def compose_after(first_id: str, then: Transform, model: SourceModel, kernel: Ke
     Returns:
         The composed candidates (not yet validated; :func:`propose` validates them as usual), or
         :class:`NotApplicable` with the first step's or ``then``'s reason."""
-    if then.id in _COMPOSING:
+    if then.id in _COMPOSING.get():
         return then.not_applicable(f"{then.id} is already being composed after {first_id}")
     first = get(first_id).propose(model, kernel, profile)
     if isinstance(first, NotApplicable):
@@ -562,11 +564,11 @@ def compose_after(first_id: str, then: Transform, model: SourceModel, kernel: Ke
     k2 = next((k for k in after.kernels if k.answers_to(kernel.name) and not k.incomplete), None)
     if k2 is None:
         return then.not_applicable(f"{kernel.name} is not found after {first_id}")
-    _COMPOSING.add(then.id)
+    token = _COMPOSING.set(_COMPOSING.get() | {then.id})
     try:
         result = then.propose(after, k2, profile)
     finally:
-        _COMPOSING.discard(then.id)
+        _COMPOSING.reset(token)
     if isinstance(result, NotApplicable):
         return then.not_applicable(f"after {first_id}: {result.reason}")
     out = []
