@@ -153,6 +153,8 @@ def _accumulating(unit: CudaUnit, fact: LoopFact, model: SourceModel | None, ker
     fits = ""
     if model is not None and kernel is not None:
         for tid, step, words in _ALTERNATIVES[kind]:
+            if tid in what:  # the running-sum line already names the step (running_sum_refusal)
+                break
             if not isinstance(propose(tid, model, kernel), NotApplicable):
                 fits = f"; {words} fits ({step})"
                 break

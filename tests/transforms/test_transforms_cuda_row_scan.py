@@ -247,3 +247,13 @@ def test_other_loops_are_refused_in_one_line(name):
     model = parse_text(text, "cuda")
     got = registry.propose(ID, model, model.kernel(kernel))
     assert not isinstance(got, list) and "\n" not in got.reason, got
+
+
+@pytest.mark.parametrize("step", ["cuda.thread_per_element", "cuda.warp_per_row", "cuda.block_per_row",
+                                  "cuda.block_scan"])
+def test_the_other_row_steps_name_the_row_scan_when_it_is_made(step):
+    model = parse_text(PAIR, "cuda")
+    got = registry.propose(step, model, model.kernel("row_cumsum"))
+    assert not isinstance(got, list) and "\n" not in got.reason
+    assert "is a running sum" in got.reason and "the row_scan step (cuda.row_scan" in got.reason, got.reason
+    assert "does not make" not in got.reason
