@@ -257,3 +257,13 @@ def test_the_other_row_steps_name_the_row_scan_when_it_is_made(step):
     assert not isinstance(got, list) and "\n" not in got.reason
     assert "is a running sum" in got.reason and "the row_scan step (cuda.row_scan" in got.reason, got.reason
     assert "does not make" not in got.reason
+
+
+def test_the_audit_names_the_scan_pattern():
+    """The makeable-actions audit asks a kernel with a known pattern for a structural step: a row scan is one."""
+    from htam_core.editor.audit import known_pattern
+
+    model = parse_text(PAIR, "cuda")
+    k = model.kernel("row_cumsum")
+    assert known_pattern(compute_facts(k.features, "cuda", None, k, model)) == "scan"
+    assert registry.get(ID).kind == "structural"
