@@ -77,6 +77,19 @@ from htam_core.transforms.registry import is_structural  # noqa: E402
 GRID_STEPS = frozenset({"cuda_block_size", "grid_stride_loop"})
 
 
+#: Steps that make a pair's textbook step in another form, counted for it (and named in the row as themselves): a
+#: row's running sum scanned by a warp, 32 columns at a time with a carry between chunks (``row_scan``), is the
+#: warp-shuffle scan with a carry that a pair naming ``block_scan`` teaches, at the granularity of a warp per row
+#: (the block-wide form scans a block's chunk of the row with the same carry).
+SAME_LESSON: dict[str, tuple[str, ...]] = {"block_scan": ("row_scan",)}
+
+
+def counted_steps(textbook: tuple[str, ...]) -> frozenset[str]:
+    """The steps that count for a pair whose textbook steps are ``textbook`` (strategy ids): those, and the steps
+    :data:`SAME_LESSON` gives for them."""
+    return frozenset(textbook) | {alt for s in textbook for alt in SAME_LESSON.get(s, ())}
+
+
 @dataclass(frozen=True)
 class Pair:
     """One textbook pair from cuda-samples.
@@ -310,7 +323,7 @@ def static_facts(path: Path, naive: str, textbook: tuple[str, ...] | None, commo
     row["per_block_outputs"] = [f"{a.pointer}[{a.index_text}] line {a.line}" for a in per_block]
     row["contract_ruled_out"] = [r["step"] for r in offers if r["offered"] and r["step"] in GRID_STEPS
                                  and contract_broken(model, kernel, r["_text"])]
-    want = [r for r in offers if (r["step"] in textbook if textbook is not None
+    want = [r for r in offers if (r["step"] in counted_steps(textbook) if textbook is not None
                                   else is_structural(strategies[r["step"]].transform))]
     base_ok = nvcc_ok(model.text, path, common, cache, includes) if compile_edits else (False, "not compiled")
     for r in want:

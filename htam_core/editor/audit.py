@@ -89,7 +89,7 @@ def known_pattern(facts: dict[str, Any]) -> str | None:
         return "transpose"
     if facts.get("histogram_like"):
         return "histogram"
-    if facts.get("segment_prefix_loop"):
+    if facts.get("segment_prefix_loop") or facts.get("row_running_scan"):
         return "scan"
     if facts.get("reduction_like") and facts.get("uses_exp"):
         return "softmax"

@@ -28,6 +28,7 @@ from htam_core.source.analysis.forms import Elementwise, KernelText, elementwise
 from htam_core.source.analysis.offsets import loop_bound_reads, offsets_loops
 from htam_core.source.analysis.prefix_loop import PrefixLoop, segment_prefix_loop
 from htam_core.source.analysis.row_launch import few_long_rows
+from htam_core.source.analysis.row_scan import RowScan, row_scan
 from htam_core.source.analysis.struct_params import struct_definitions, struct_type_name
 from htam_core.source.analysis.syntax import parse
 from htam_core.source.analysis.triton_names import binding_imports
@@ -151,6 +152,10 @@ FACTS: dict[str, str] = {
     "analysis layer: prefix_loop.segment_prefix_loop) launched with a constant 1-D block of a multiple of 32 "
     "threads, at most 1024: a block-wide warp-shuffle scan computes the same sums; false for Triton, unknown "
     "without the kernel's file",
+    "row_running_scan": "CUDA: one thread per row walks its row with a running sum (product, max or min by call) "
+    "stored at each step (`acc += in[r * cols + c]; out[r * cols + c] = acc;`, the store before the update for an "
+    "exclusive scan; analysis layer: row_scan.row_scan): a prefix scan along the row whose lanes read a row apart; "
+    "a warp per row scans it in chunks of 32 with a carry; false for Triton, unknown without the kernel's file",
     "uniform_atomic": "CUDA: atomic contention: a global atomicAdd/atomicMax/atomicMin whose address is the same in "
     "every thread of a block (atomicAdd(result, x[i]), &out[0], &acc[blockIdx.y]): the block's atomics serialize on "
     "one address (analysis layer: KernelFacts.uniform_atomics); false for Triton or without atomics, unknown "
@@ -438,6 +443,19 @@ def _segment_prefix_loop(model: SourceModel | None, kernel: Kernel | None, facts
     return isinstance(found, PrefixLoop) and found.block_problem is None
 
 
+def _row_running_scan(model: SourceModel | None, kernel: Kernel | None, facts: KernelFacts | None) -> bool | None:
+    """Whether the CUDA kernel is a thread-per-row running value in the form a warp scan with a carry rewrites
+    (:func:`~htam_core.source.analysis.row_scan.row_scan`), ``None`` without its file."""
+    if model is None or kernel is None or facts is None:
+        return None
+    if not any(lp.accumulators for lp in facts.loops):
+        return False
+    source = cuda_source(model, kernel)
+    if not isinstance(source, CudaSource):
+        return None
+    return isinstance(row_scan(KernelText(source, facts)), RowScan)
+
+
 def _callee_matmul(model: SourceModel, kernel: Kernel) -> bool:
     """Whether a ``__device__`` function ``kernel`` calls (by name or through a template argument bound at its
     launch sites) holds a matmul loop (:meth:`KernelFacts.matmul_loops`); the kernel is looked up in ``model``
@@ -626,6 +644,7 @@ def _profile_facts(profile: Profile | None) -> dict[str, Any]:
 
 #: The CUDA normal forms the memory reads as one boolean fact each (``False`` for Triton; ``None`` without the file).
 _CUDA_FORMS = {"one_element_tree": _one_element_tree, "segment_prefix_loop": _segment_prefix_loop,
+               "row_running_scan": _row_running_scan,
                "flat_remappable": _flat_remappable, "elementwise_shape": _elementwise_shape}
 
 

@@ -133,7 +133,8 @@ def _guarded(unit: CudaUnit, ew: Elementwise, node: Node, var: str, n: str) -> s
 _ALTERNATIVES: dict[str, tuple[tuple[str, str, str], ...]] = {
     "reduction": (("cuda.warp_per_row", "warp_per_row", "one warp per row"),
                   ("cuda.block_per_row", "block_per_row", "one block per row")),
-    "running": (("cuda.block_scan", "block_scan", "a block-wide scan"),),
+    "running": (("cuda.row_scan", "row_scan", "one warp per row with a warp scan and a carry"),
+                ("cuda.block_scan", "block_scan", "a block-wide scan")),
 }
 
 
@@ -152,6 +153,8 @@ def _accumulating(unit: CudaUnit, fact: LoopFact, model: SourceModel | None, ker
     fits = ""
     if model is not None and kernel is not None:
         for tid, step, words in _ALTERNATIVES[kind]:
+            if tid in what:  # the running-sum line already names the step (running_sum_refusal)
+                break
             if not isinstance(propose(tid, model, kernel), NotApplicable):
                 fits = f"; {words} fits ({step})"
                 break

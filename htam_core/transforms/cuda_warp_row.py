@@ -682,6 +682,31 @@ def _round_runtime_block(unit: CudaUnit, ew: Elementwise, la: Launch) -> TextEdi
     return launch_dims_edit(unit, la, la.block, [f"(({x}) + {WARP - 1}) / {WARP} * {WARP}"])  # type: ignore[arg-type]
 
 
+def warp_launch_edits(unit: CudaUnit, ew: Elementwise) -> tuple[list[TextEdit], list[TextEdit]] | str:
+    """The launch edits of a rewrite that gives each thread-per-row row to a warp: ``(grid edits, block edits)``,
+    every launch's grid 32 times as many blocks and a run-time block size rounded up to a multiple of 32
+    (:func:`_round_runtime_block`), or why a launch cannot take it (none in this file, a constant block that is
+    not whole warps, a grid that is not 1-D, a grid the edit cannot wrap). A kernel launched from another file is
+    read with its launches by the registry, so its launches are here too."""
+    if not unit.launches:
+        return f"{unit.kernel.name} has no launch site in this file; its grid must grow {WARP}x"
+    rounded: list[TextEdit] = []
+    for la in unit.launches:
+        threads = unit.block_threads(la)
+        if threads is None:
+            e = _round_runtime_block(unit, ew, la)
+            if isinstance(e, str):
+                return e
+            rounded.append(e)
+        elif threads % WARP:
+            return f"the block size on line {la.site.line} is not a constant multiple of {WARP}"
+        if len(unit.dims_of(la.grid, la.host)) != 1:
+            return f"the grid on line {la.site.line} is not 1-D"
+    grid = [wrap_grid(unit, la, "({}) * " + str(WARP)) for la in unit.launches]
+    bad = next((g for g in grid if isinstance(g, str)), None)
+    return bad if isinstance(bad, str) else ([g for g in grid if not isinstance(g, str)], rounded)
+
+
 @register
 class CudaWarpPerRow(CudaTransform):
     """Give each row of a thread-per-row kernel to a warp (coalesced loops, shuffle all-reduce)."""
@@ -697,21 +722,10 @@ class CudaWarpPerRow(CudaTransform):
         ew = elementwise(unit)
         if isinstance(ew, str):
             return self.not_applicable(f"not a thread-per-row kernel: {ew}")
-        if not unit.launches:
-            return self.not_applicable(f"{kernel.name} has no launch site in this file; its grid must grow 32x")
-        rounded: list[TextEdit] = []
-        for la in unit.launches:
-            threads = unit.block_threads(la)
-            if threads is None:
-                e = _round_runtime_block(unit, ew, la)
-                if isinstance(e, str):
-                    return self.not_applicable(e)
-                rounded.append(e)
-            elif threads % WARP:
-                return self.not_applicable(f"the block size on line {la.site.line} is not a constant multiple of {WARP}")
-            dims = unit.dims_of(la.grid, la.host)
-            if len(dims) != 1:
-                return self.not_applicable(f"the grid on line {la.site.line} is not 1-D")
+        launch = warp_launch_edits(unit, ew)
+        if isinstance(launch, str):
+            return self.not_applicable(launch)
+        grid, rounded = launch
         body = warp_row_edits(unit, ew)
         if isinstance(body, str):
             return self.not_applicable(body)
@@ -724,10 +738,6 @@ class CudaWarpPerRow(CudaTransform):
                                        "already take neighbouring elements) and reduce nothing: a warp per row "
                                        "would only stride the lanes over the loop")
         column = column_walk(unit, ew)
-        grid = [wrap_grid(unit, la, "({}) * " + str(WARP)) for la in unit.launches] + rounded
-        bad = next((g for g in grid if isinstance(g, str)), None)
-        if bad:
-            return self.not_applicable(bad)
         names, order = reduced_text(summary["reduced"])  # type: ignore[arg-type]
         cand = self.candidate(
             model,
@@ -738,7 +748,7 @@ class CudaWarpPerRow(CudaTransform):
              f"the lane, warp all-reduce of {names}, {WARP}x the blocks{order}")
             + ("; a block size known only at run time is rounded up to a multiple of 32" if rounded else ""),
             {"reduced": summary["reduced"], "launches": len(unit.launches), "rounded_blocks": len(rounded)},
-            edits + grid,  # type: ignore[operator]
+            edits + grid + rounded,
         )
         cand.changes_numerics = cand.reorders_only = sums_reordered(summary["reduced"])  # type: ignore[arg-type]
         return [cand]

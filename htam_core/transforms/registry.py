@@ -84,6 +84,7 @@ _FAMILIES = (
     "cuda_vector_columns",
     "cuda_histogram",
     "cuda_block_scan",
+    "cuda_row_scan",
     "cuda_atomic_privatize",
     "cuda_stencil",
 )

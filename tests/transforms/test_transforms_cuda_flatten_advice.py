@@ -1,7 +1,7 @@
 """``cuda.thread_per_element`` refuses a thread-per-row loop with an accumulator, and its one line says what the
 loop is from the facts: a running value stored at each element (a prefix scan: ``out[..c] = acc``, a scaled or
-running-max spelling) or a reduction (the total used after the loop). It names another step only when that step
-is made on the same kernel, so the advice never points to a step that is itself refused."""
+running-max spelling, for which the warp-per-row scan ``cuda.row_scan`` is named) or a reduction (the total used
+after the loop). It names another step only when that step is made on the same kernel, so the advice never points to a step that is itself refused."""
 
 from __future__ import annotations
 
@@ -48,7 +48,9 @@ def _named_steps_are_made(reason: str, model) -> None:
 def test_a_running_value_is_called_a_prefix_scan(body):
     reason, model = _refusal(body)
     assert "prefix scan" in reason and "reduction" not in reason and "\n" not in reason
-    assert "warp per row" not in reason
+    assert "(warp_per_row)" not in reason  # the reduction's warp per row is refused on a scan
+    assert "the row_scan step (cuda.row_scan" in reason  # the warp-per-row scan is made, and named
+    assert not isinstance(registry.propose("cuda.row_scan", model, model.kernel("k")), NotApplicable)
     _named_steps_are_made(reason, model)
 
 

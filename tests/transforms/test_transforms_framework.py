@@ -17,7 +17,7 @@ EXPECTED_IDS = {
     "cuda.fast_math", "cuda.sequential_addressing", "cuda.warp_per_row", "cuda.register_tile_matmul", "cuda.smem_panel_tiling",
     "cuda.online_softmax", "cuda.coalesce_remap", "cuda.thread_per_element", "cuda.warp_shuffle_finish", "cuda.coarsen_reduction",
     "cuda.row_in_registers", "cuda.lane_columns", "cuda.vector_columns", "cuda.smem_histogram", "cuda.grid_size",
-    "cuda.privatize_atomic", "cuda.block_per_row", "cuda.block_scan",
+    "cuda.privatize_atomic", "cuda.block_per_row", "cuda.block_scan", "cuda.row_scan",
 }
 
 KERNEL = """__global__ void k(float *x, int n)

@@ -5,7 +5,7 @@ the loop (:class:`RunningSum`).
 partial value is an output, so splitting the loop over the lanes of a warp or the threads of a block (as the row
 steps do for a sum) would store partial sums of the wrong elements. Parallelizing it takes a scan (a block-wide scan
 over chunks of the row with a carry between chunks). The row steps read this fact to say so in one line instead of
-the generic "reads acc while it reduces into it".
+the generic "reads acc while it reduces into it", naming the warp-per-row scan (``row_scan``) where it applies.
 
 The shape is read from the facts: a sum accumulator of a loop (:attr:`~htam_core.source.analysis.facts.LoopFact.
 accumulators`) whose value is stored to global memory inside that loop by an assignment whose right side names it
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.forms import KernelView
+from htam_core.source.analysis.row_scan import RowScan, row_scan
 
 __all__ = ["RunningSum", "running_sum", "running_sum_refusal"]
 
@@ -74,10 +75,16 @@ def running_sum(view: KernelView) -> RunningSum | None:
 
 def running_sum_refusal(view: KernelView, line: int | None = None) -> str | None:
     """The one line a step that splits a loop over threads says for a running sum (:func:`running_sum`; only the
-    loop on ``line`` when given), or ``None`` when the kernel has none."""
+    loop on ``line`` when given), or ``None`` when the kernel has none. When the loop is a thread-per-row running
+    value in the form the warp-per-row scan rewrites (:func:`~htam_core.source.analysis.row_scan.row_scan`), the
+    line names that step (``row_scan``, ``cuda.row_scan``)."""
     rs = running_sum(view)
     if rs is None or (line is not None and rs.line != line):
         return None
-    return (f"the loop on line {rs.line} is a running {rs.op} (`{rs.store}` stores {rs.acc} at each step: a prefix scan "
-            "along the row); splitting it over threads takes a block-wide scan with a carry between the row's "
-            "chunks, which the rules engine does not make")
+    what = (f"the loop on line {rs.line} is a running {rs.op} (`{rs.store}` stores {rs.acc} at each step: a prefix "
+            "scan along the row); splitting it over threads takes")
+    scan = row_scan(view)
+    if isinstance(scan, RowScan) and scan.loop.line == rs.line:
+        return (f"{what} a scan with a carry between the row's chunks: the row_scan step (cuda.row_scan: one warp "
+                "per row, a warp scan of 32 columns at a time plus the carry) makes it")
+    return f"{what} a block-wide scan with a carry between the row's chunks, which the rules engine does not make"
