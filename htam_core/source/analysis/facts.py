@@ -272,6 +272,14 @@ class LoopFact:
         strides_threads: the step depends on ``blockDim``/``gridDim``, or is the constant block size of the
             first launch while the start depends on ``threadIdx`` (a block- or grid-stride loop).
         grid_stride: the step involves ``gridDim`` (grid-stride loop).
+        init_span: for a ``while``/``do`` loop read as a counted loop (``kind`` says which form;
+            :func:`~htam_core.source.analysis.loops.c_while_header`), file bytes of the statement before it that sets
+            ``var`` (``int s = 1;``); ``None`` for a ``for`` loop or an unread one.
+        update_span: for such a loop, file bytes of the body's last statement, the update (``s <<= 1;``).
+        var_outside: for such a loop, ``var`` is named outside the loop and its ``init_span`` statement (a rewrite
+            as a ``for`` loop declaring ``var`` must then keep the outer variable's value: transforms refuse).
+        header_refusal: for a ``while``/``do`` loop of the counted shape that is not read as one, why (one line: a
+            ``do`` loop whose first test is not provably true, a ``continue`` that skips the update); else ``None``.
     """
 
     id: int
@@ -294,6 +302,10 @@ class LoopFact:
     pragma_span: Span | None = None
     strides_threads: bool = False
     grid_stride: bool = False
+    init_span: Span | None = None
+    update_span: Span | None = None
+    var_outside: bool = False
+    header_refusal: str | None = None
 
 
 @dataclass(frozen=True)
