@@ -517,13 +517,15 @@ class Transpose:
 
         out[col * rows + row] = in[row * cols + col];
 
+    or stores a function of that one element (``-in[...]``, ``2.f * in[...]``, a conjugate, a cast: ``value``)::
+
     computed from the affine indices (:class:`Access`), whatever the spelling: the row and the column are the
     coefficient of ``cols`` in the read's index and the rest (the write's index must be their swap over ``rows``),
     through locals, casts, cooperative-groups indices, loops over rows and per-element bounds checks. Idea
     source: NVIDIA developer blog, "An Efficient Matrix Transpose in CUDA C/C++" (Harris, 2013).
 
     Attributes:
-        read: the load of the input; write: the store of the output (its value is the load).
+        read: the load of the input; write: the store of the output (its value ``value``, a function of the load).
         row, col: the element's row and column in the input, over the builtins and loop variables.
         rows, cols: the input's rows and row length (the output's row length is ``rows``), as symbols of the
             kernel's parameters.
@@ -538,6 +540,10 @@ class Transpose:
         uniform_bounds: the store's checks that are uniform too (``b < batch``): the same for the whole block.
         loop_bounds: the conditions of the loops around the store that check the row or the column as ``bounds``
             do (``r < rows`` of ``for (r = threadIdx.y; r < rows; r += blockDim.y)``).
+        value: the stored value as a C expression of the loaded element, written ``htam_v``
+            (:data:`~htam_core.source.analysis.transpose.LOADED`): ``"htam_v"`` for a plain copy,
+            ``"make_float2(htam_v.x, -htam_v.y)"`` for a conjugate, ``"2.f * htam_v"`` for a scaled one; it reads no
+            other memory, no thread or block index, only kernel-uniform names besides.
     """
 
     read: Access
@@ -553,6 +559,7 @@ class Transpose:
     write_base: sympy.Expr = sympy.Integer(0)
     uniform_bounds: tuple[Bound, ...] = ()
     loop_bounds: tuple[Bound, ...] = ()
+    value: str = "htam_v"
 
     @property
     def read_coalesced(self) -> bool:
