@@ -515,7 +515,10 @@ def _loop_header(src: CudaSource, aff: Affine, loop: Node) -> dict:
     and that init (``var_outside``)."""
     if loop.type == "for_statement":
         return c_for_header(loop, src.env.t, aff.expr)
-    h = c_while_header(loop, src.env.t, aff.expr)
+    def const(n: Node | None) -> int | None:
+        v = src.env.value(n, src.func) if n is not None else None
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+    h = c_while_header(loop, src.env.t, aff.expr, const)
     init, step = h.pop("init", None), h.pop("step_stmt", None)
     if init is None or step is None:
         return h

@@ -1832,6 +1832,10 @@ class KernelFacts:
         if scans:
             return (f"this is a scan, not a reduction: the shared-memory loop on line {scans[0].line} writes each "
                     "element from the one a stride below it (a scan step), so no reduction-tree step applies")
+        unread = next((lp for lp in self.loops if lp.header_refusal and any(
+            a.space == "shared" and a.kind != "read" for a in self.accesses_in(lp))), None)
+        if unread is not None:  # a while/do tree not read as a counted loop: say why
+            return f"the shared-memory loop on line {unread.line} is not read as a tree: {unread.header_refusal}"
         return (f"{self.kernel} has no shared-memory tree reduction (a loop whose stride halves or doubles and that "
                 "combines elements of one __shared__ array, `sdata[tid] += sdata[tid + s]`)")
 

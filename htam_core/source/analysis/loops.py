@@ -95,6 +95,7 @@ def c_for_header(loop: Node, t: Callable[[Node | None], str], expr: Callable[[No
         return out
     out["var"] = var
     _read_condition(cond, var, t, expr, out)
+    out.pop("bound_node", None)
     _read_update(upd, var, t, expr, out)
     return out
 
@@ -109,9 +110,9 @@ def _read_condition(cond: Node | None, var: str, t: Callable[[Node | None], str]
         left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
         op = t(cond.child_by_field_name("operator"))
         if left is not None and t(strip_casts(left)) == var:
-            out["cmp"], out["bound"] = op, expr(right)
+            out["cmp"], out["bound"], out["bound_node"] = op, expr(right), right
         elif right is not None and t(strip_casts(right)) == var:
-            out["cmp"], out["bound"] = FLIP.get(op, op), expr(left)
+            out["cmp"], out["bound"], out["bound_node"] = FLIP.get(op, op), expr(left), left
 
 
 def _read_update(upd: Node | None, var: str, t: Callable[[Node | None], str], expr: Callable[[Node | None], Any],
@@ -132,7 +133,8 @@ def _read_update(upd: Node | None, var: str, t: Callable[[Node | None], str], ex
             out["update"], out["step"] = op[:-1], expr(right)
 
 
-def c_while_header(loop: Node, t: Callable[[Node | None], str], expr: Callable[[Node | None], Any]) -> dict[str, Any]:
+def c_while_header(loop: Node, t: Callable[[Node | None], str], expr: Callable[[Node | None], Any],
+                   const: Callable[[Node | None], int | None] | None = None) -> dict[str, Any]:
     """A ``while`` or ``do``/``while`` loop read as the counted ``for`` loop it is: the same keys as
     :func:`c_for_header`, plus ``init`` (the statement before the loop that sets the variable) and ``step_stmt``
     (the body's last statement, the update), or ``{"refusal": why}`` for a loop of that shape that cannot be
@@ -149,6 +151,8 @@ def c_while_header(loop: Node, t: Callable[[Node | None], str], expr: Callable[[
         loop: a ``while_statement`` or ``do_statement`` node.
         t: source text of a node.
         expr: the value of an expression node in the caller's terms (a sympy expression, a constant), or ``None``.
+        const: an expression node's integer value when it is a compile-time constant (``BLOCK >> 1``), or ``None``;
+            the ``do`` loop's first test reads it where ``expr`` gives no integer.
     """
     if loop.type not in ("while_statement", "do_statement"):
         return {}
@@ -172,7 +176,9 @@ def c_while_header(loop: Node, t: Callable[[Node | None], str], expr: Callable[[
     if any(_owner(c) == loop for c in of_type(loop, "continue_statement")):
         return {"refusal": f"the {kind} loop's `continue` skips the update `{t(upd)}` at the end of its body"}
     out.update(var=var, start=expr(init[1]), init=init[0], step_stmt=last)
-    if kind == "do" and not _first_test_holds(out):
+    bound_node = out.pop("bound_node", None)
+    first = {**out, **({"start": const(init[1]), "bound": const(bound_node)} if const is not None else {})}
+    if kind == "do" and not _first_test_holds(out) and not _first_test_holds(first):
         return {"refusal": f"the do/while loop runs its body once before testing `{t(loop.child_by_field_name('condition'))}`"
                            f", which is not provably true at entry ({var} = {t(init[1])}), so it is not read as a "
                            "counted loop"}

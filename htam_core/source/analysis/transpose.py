@@ -399,7 +399,7 @@ def _uniform_rest(src: CudaSource, raw: Node, holes: list[Node], expr: ExprOf, p
         if name in _BUILTIN_NAMES:
             return False
         e = expr(n)
-        if name not in params and not (e is not None and e.is_number):
+        if name not in params and not (e is not None and e.is_number) and src.env.value(n, src.func) is None:
             return False
     return True
 
