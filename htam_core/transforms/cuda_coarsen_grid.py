@@ -185,7 +185,7 @@ def tree_combines(unit: CudaUnit, after: list[Node]) -> list[Combine]:
     """The combines of the first loop among ``after`` (the body's statements after the load) when it is a whole-block
     tree (interleaved or sequential addressing), else ``[]``."""
     for st in after:
-        if not syn.is_for(st):
+        if not syn.is_loop(st):
             continue
         seq = _sequential(unit, st)
         if not isinstance(seq, str):

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import sympy
 
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.counted import CountedLoop, counted_loop
 from htam_core.source.analysis.facts import sym
 from htam_core.source.analysis.forms import builtin_field, cond_parts, is_lvalue
 from htam_core.source.analysis.nodes import Node
@@ -96,7 +97,7 @@ class Tree:
     """One interleaved shared-memory tree loop that can take sequential addressing.
 
     Attributes:
-        loop: the ``for_statement``.
+        loop: the loop statement (``for``, or a ``while``/``do`` loop read as counted).
         var: the loop variable (``s``).
         type: its declared type as written (``"unsigned int"``).
         bound: the loop bound expression (``blockDim.x`` or a constant such as ``THREADS``).
@@ -110,6 +111,8 @@ class Tree:
         index: the strided index variable, else ``None``.
         tid_text: how the guard spells the thread index (``tid``, ``threadIdx.x``, ``cta.thread_rank()``), the
             spelling the edits write.
+        counted: the loop's parts (:class:`~htam_core.source.analysis.counted.CountedLoop`: a ``for``, ``while`` or
+            ``do`` form).
     """
 
     loop: Node
@@ -123,6 +126,7 @@ class Tree:
     index_decl: Node | None = None
     index: str | None = None
     tid_text: str = "threadIdx.x"
+    counted: CountedLoop | None = None
 
     @property
     def array(self) -> str:
@@ -424,18 +428,31 @@ def _tid_problem(unit: CudaUnit, tid: str) -> str | None:
 
 
 def _header(unit: CudaUnit, loop: Node) -> tuple[str, str, Node] | str:
-    """``(var, type, init value)`` of a ``for (T s = A; ...)`` header, else why not."""
-    init = loop.child_by_field_name("initializer")
-    if init is None or not syn.is_declaration(init):
-        return "the loop variable is not declared in the loop header"
-    ds = [d for d in init.named_children if syn.is_init_declarator(d)]
-    if len(ds) != 1 or not _ident(unit, ds[0].child_by_field_name("declarator")):
-        return "the loop header does not declare one variable"
-    value = ds[0].child_by_field_name("value")
-    if value is None:
-        return "the loop variable has no initial value"
-    typ = unit.src[init.start_byte : ds[0].start_byte].decode().strip()
-    return unit.t(ds[0].child_by_field_name("declarator")), typ, value
+    """``(var, type, init value)`` of a counted loop: ``for (T s = A; ...)``, or a ``while``/``do`` loop the analysis
+    layer reads as one (``T s = A; do { ...; s <<= 1; } while (...);``: :func:`counted_loop`), else why not."""
+    cl = counted_loop(unit, loop)
+    return cl if isinstance(cl, str) else (cl.var, cl.type, cl.init)
+
+
+def loop_edits(unit: CudaUnit, cl: CountedLoop, header: str) -> list[TextEdit]:
+    """The edits that give the counted loop ``cl`` the ``for`` header ``header`` (the text between the parentheses,
+    ``unsigned s = N / 2; s > 0; s >>= 1``), the header's edit first. A ``for`` loop's header is replaced in place; a
+    ``while``/``do`` loop becomes that ``for`` loop: its keyword and condition become the header, and the
+    initialisation before it and the update at the end of its body go (the analysis layer has checked that its
+    variable is named nowhere else)."""
+    loop = cl.loop
+    if cl.kind == "for":
+        init, upd = loop.child_by_field_name("initializer"), loop.child_by_field_name("update")
+        return [unit.edit(init.start_byte, upd.end_byte, header)]
+    body = loop.child_by_field_name("body")
+    edits = [unit.edit(loop.start_byte, body.start_byte, f"for ({header}) ")]
+    if cl.kind == "do":
+        edits.append(unit.edit(body.end_byte, loop.end_byte, ""))
+    for st in (cl.init_stmt, cl.update_stmt):
+        if st is not None:
+            a, b = statement_span(unit, st)
+            edits.append(unit.edit(a, b, ""))
+    return edits
 
 
 def _norm(unit: CudaUnit, node: Node | None, var: str) -> str:
@@ -471,11 +488,10 @@ def tree_bound(unit: CudaUnit, bound: Node) -> tuple[bool, int | None]:
 
 def match_tree(unit: CudaUnit, loop: Node) -> Tree | str:
     """Match an interleaved shared-memory tree loop (see the module docstring), or say why it is not one."""
-    head = _header(unit, loop)
-    if isinstance(head, str):
-        return head
-    s, typ, init = head
-    cond, upd = loop.child_by_field_name("condition"), loop.child_by_field_name("update")
+    cl = counted_loop(unit, loop)
+    if isinstance(cl, str):
+        return cl
+    s, typ, init, cond, upd = cl.var, cl.type, cl.init, cl.cond, cl.update
     cond_s, upd_s = _norm(unit, cond, s), _norm(unit, upd, s)
     if cond_s in ("s>0", "0<s", "s!=0", "s>=1") and upd_s in {h.replace(" ", "") for h in _HALVING}:
         return f"the loop already uses sequential addressing ({s} halves down to 1)"
@@ -490,8 +506,7 @@ def match_tree(unit: CudaUnit, loop: Node) -> Tree | str:
         return f"the loop bound `{unit.t(bound)}` is neither blockDim.x nor a compile-time constant"
     if upd_s not in ("s*=2", "s<<=1", "s=s*2", "s=2*s", "s=s<<1", "s+=s", "s=s+s"):
         return f"the loop update `{unit.t(upd)}` does not double {s}"
-    body = loop.child_by_field_name("body")
-    stmts = statement_list(body) if body is not None and syn.is_block(body) else []
+    stmts = tree_body(unit, cl)
     if len(stmts) not in (2, 3) or not _is_sync(unit, stmts[-1]) or not syn.is_if(stmts[-2]):
         return "the loop body is not exactly a guarded combine followed by a block barrier (__syncthreads();)"
     guard = stmts[-2]
@@ -535,7 +550,15 @@ def match_tree(unit: CudaUnit, loop: Node) -> Tree | str:
     why = _tid_problem(unit, tid) or combines_problem(unit, loop, combs, bound_value)
     if why:
         return why
-    return Tree(loop, s, typ, bound, bound_value, gcond, tid, combs, index_decl, index, tid_text(unit, tid_node))
+    return Tree(loop, s, typ, bound, bound_value, gcond, tid, combs, index_decl, index, tid_text(unit, tid_node), cl)
+
+
+def tree_body(unit: CudaUnit, cl: CountedLoop) -> list[Node]:
+    """The statements of the counted loop ``cl``'s body without a ``while``/``do`` loop's update at its end (what a
+    ``for`` loop's body holds)."""
+    body = cl.loop.child_by_field_name("body")
+    stmts = statement_list(body) if body is not None and syn.is_block(body) else []
+    return [st for st in stmts if st != cl.update_stmt]
 
 
 def _header_decl(unit: CudaUnit, decl: Node) -> tuple[str, Node] | None:
@@ -676,9 +699,9 @@ class CudaSequentialAddressing(CudaTransform):
         Refuses when there is no such loop, the combine is not associative and commutative, ``tid`` is
         not ``threadIdx.x``, or some launch in the file does not use a compile-time power-of-two block.
         """
-        loops = [s for s in statement_list(unit.body) if syn.is_for(s)]
+        loops = [s for s in statement_list(unit.body) if syn.is_loop(s)]
         if not loops:
-            return self.not_applicable(f"{kernel.name} has no for loop directly in its body")
+            return self.not_applicable(f"{kernel.name} has no loop directly in its body")
         trees: list[Tree] = []
         skipped = []
         for loop in loops:
@@ -736,11 +759,11 @@ class CudaSequentialAddressing(CudaTransform):
 
     @staticmethod
     def _edits(unit: CudaUnit, t: Tree) -> list[TextEdit]:
-        init = t.loop.child_by_field_name("initializer")
-        upd = t.loop.child_by_field_name("update")
         s = t.var
         header = f"{t.type} {s} = {_bound_text(unit, t.bound)} / 2; {s} > 0; {s} >>= 1"
-        edits = [unit.edit(init.start_byte, upd.end_byte, header), unit.replace(t.cond, f"{t.tid_text} < {s}")]
+        cl = t.counted if t.counted is not None else counted_loop(unit, t.loop)
+        assert not isinstance(cl, str), cl
+        edits = [*loop_edits(unit, cl, header), unit.replace(t.cond, f"{t.tid_text} < {s}")]
         if t.index_decl is not None and t.index is not None:
             a, b = statement_span(unit, t.index_decl)
             edits.append(unit.edit(a, b, ""))

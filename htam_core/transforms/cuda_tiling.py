@@ -24,6 +24,7 @@ CUDA C++ Programming Guide, "Shared Memory" (tiled matrix multiplication); NVIDI
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 
 from htam_core.source.analysis import nodes as syn
@@ -36,7 +37,7 @@ from htam_core.source.analysis.macros import ExpandedIndex
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.stencil import c_condition, c_text
 from htam_core.source.analysis.syntax import side_effect_free
-from htam_core.source.analysis.transpose import tile_coverage
+from htam_core.source.analysis.transpose import LOADED, tile_coverage
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
     CudaTransform,
@@ -877,7 +878,7 @@ class CudaTransposeSmemTile(CudaTransform):
                 f"    htam_tile[htam_e / 32][htam_e % 32] = {src}[{rb}htam_r * htam_cols + htam_c];"]
         store = [f"const {it} htam_c = htam_c0 + htam_e / 32, htam_r = htam_r0 + htam_e % 32;  // row, column of out",
                  "if (htam_r < htam_rows && htam_c < htam_cols)",
-                 f"    {dst}[{wb}htam_c * htam_rows + htam_r] = htam_tile[htam_e % 32][htam_e / 32];"]
+                 f"    {dst}[{wb}htam_c * htam_rows + htam_r] = {stored_value(tp, 'htam_tile[htam_e % 32][htam_e / 32]')};"]
         first_tile, tile_step = _tile_ids(tp.batch, it)
         lines = [
             f"// 32x32 tiles: rows of {src} read coalesced into a padded tile (+1 column: no shared-memory bank",
@@ -948,6 +949,10 @@ class CudaTransposeSmemTile(CudaTransform):
         write = unit.node_at(tl.write.span)
         if read is None or write is None:
             return "the loop's load or store is not found"
+        asg = write.parent
+        if asg is None or not syn.is_assignment(asg) or asg.child_by_field_name("right") is None or \
+                syn.unwrap_parens(asg.child_by_field_name("right")) != read:
+            return "the row loop stores a function of the loaded element, not the element itself"
         ind = syn.indent_of(unit.src, node.start_byte)
         lines = [
             f"__shared__ {etype} htam_tile[{t}][{t} + 1];  // +1 column: no shared-memory bank conflicts",
@@ -988,6 +993,15 @@ class CudaTransposeSmemTile(CudaTransform):
                 return []
             edits += [unit.replace(dims[0], str(bx)), unit.replace(dims[1], str(by))]
         return edits
+
+
+def stored_value(tp: Transpose, element: str) -> str:
+    """The C text of the transpose ``tp``'s stored value (:attr:`~htam_core.source.analysis.facts.Transpose.value`)
+    with the loaded element read from ``element`` (a postfix expression: a tile entry). The tile holds the raw
+    loaded element and the store applies the expression: the tile's element type is then the input's pointee type,
+    which the analysis knows, where the expression's result type (``make_float2``, a cast, a library call) is not
+    known to it; each element is still computed once."""
+    return re.sub(rf"\b{LOADED}\b", lambda _m: element, tp.value)
 
 
 def _tile_ids(batch: tuple[str, ...], it: str) -> tuple[str, str]:

@@ -42,6 +42,7 @@ warp); NVIDIA developer blog, "Faster Parallel Reductions on Kepler" (Luitjens, 
 from __future__ import annotations
 
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.counted import counted_loop
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, statement_list
@@ -52,7 +53,6 @@ from htam_core.transforms.cuda_reduction import (
     _HALVING,
     Combine,
     CudaSequentialAddressing,
-    _header,
     _is_sync,
     _launch_problem,
     _norm,
@@ -61,8 +61,10 @@ from htam_core.transforms.cuda_reduction import (
     combines_problem,
     element_type,
     guard_combines,
+    loop_edits,
     match_tree,
     tid_text,
+    tree_body,
     tree_bound,
 )
 from htam_core.transforms.registry import register
@@ -96,11 +98,10 @@ def _sequential(unit: CudaUnit, loop: Node) -> tuple[str, str, list[Combine], No
     """``(s, tid, combines, bound node, bound value, barrier first)`` of a sequential-addressing tree loop (the
     guard's :class:`~htam_core.transforms.cuda_reduction.Combine` list: one per shared array), or why not. The body is a guarded combine and ``__syncthreads();``, in either order (``barrier first``: the
     barrier opens each step, so the last step's writes are not yet synchronized when the loop ends)."""
-    head = _header(unit, loop)
-    if isinstance(head, str):
-        return head
-    s, _typ, init = head
-    cond, upd = loop.child_by_field_name("condition"), loop.child_by_field_name("update")
+    cl = counted_loop(unit, loop)
+    if isinstance(cl, str):
+        return cl
+    s, init, cond, upd = cl.var, cl.init, cl.cond, cl.update
     if _norm(unit, cond, s) not in ("s>0", "0<s", "s!=0", "s>=1") or _norm(unit, upd, s) not in {
             h.replace(" ", "") for h in _HALVING}:
         return f"the loop is not a sequential-addressing tree (`{s} > 0`, {s} halving)"
@@ -114,8 +115,7 @@ def _sequential(unit: CudaUnit, loop: Node) -> tuple[str, str, list[Combine], No
     known, value = tree_bound(unit, bound)
     if not known:
         return f"the tree starts at `{unit.t(init)}`, which is neither blockDim.x / 2 nor a constant"
-    body = loop.child_by_field_name("body")
-    stmts = statement_list(body) if body is not None and syn.is_block(body) else []
+    stmts = tree_body(unit, cl)
     first = len(stmts) == 2 and _is_sync(unit, stmts[0]) and syn.is_if(stmts[1])
     if not first and (len(stmts) != 2 or not syn.is_if(stmts[0]) or not _is_sync(unit, stmts[1])):
         return "the loop body is not exactly a guarded combine and a block barrier (__syncthreads();), in either order"
@@ -192,9 +192,9 @@ class CudaWarpShuffleFinish(CudaTransform):
     ) -> list[Candidate] | NotApplicable:
         """One candidate for the first tree loop directly in the kernel body (sequential or interleaved), finishing
         every shared array its guard combines."""
-        loops = [s for s in statement_list(unit.body) if syn.is_for(s)]
+        loops = [s for s in statement_list(unit.body) if syn.is_loop(s)]
         if not loops:
-            return self.not_applicable(f"{kernel.name} has no for loop directly in its body")
+            return self.not_applicable(f"{kernel.name} has no loop directly in its body")
         reasons = []
         for loop in loops:
             line = model_line(model.text, unit.base + loop.start_byte)
@@ -258,8 +258,7 @@ def _tree_edits(unit: CudaUnit, loop: Node) -> _Found | str:
     seq = _sequential(unit, loop)
     if not isinstance(seq, str):
         s, tid, combs, bound, value, first = seq
-        return s, tid, combs, bound, value, first, [unit.replace(loop.child_by_field_name("condition"),
-                                                                 f"{s} > {WARP}")], "sequential"
+        return s, tid, combs, bound, value, first, _stop_at(unit, loop, f"{s} > {WARP}"), "sequential"
     tree = match_tree(unit, loop)
     if isinstance(tree, str):
         return tree if seq.startswith("the loop is not a sequential-addressing tree") else seq
@@ -270,12 +269,24 @@ def _tree_edits(unit: CudaUnit, loop: Node) -> _Found | str:
     return s, tree.tid_text, tree.combines, tree.bound, tree.bound_value, False, edits, "interleaved"
 
 
+def _stop_at(unit: CudaUnit, loop: Node, cond: str) -> list[TextEdit]:
+    """The edits that give the sequential tree ``loop`` the condition ``cond``: in place in a ``for`` header; a
+    ``while``/``do`` loop becomes the ``for`` loop (:func:`~htam_core.transforms.cuda_reduction.loop_edits`), since a
+    ``do`` loop would run its body once more than the new condition admits."""
+    cl = counted_loop(unit, loop)
+    assert not isinstance(cl, str), cl
+    if cl.kind == "for":
+        return [unit.replace(cl.cond, cond)]
+    return loop_edits(unit, cl, f"{cl.type} {cl.var} = {unit.t(cl.init)}; {cond}; {unit.t(cl.update)}")
+
+
 def _runtime_edits(unit: CudaUnit, loop: Node, edits: list[TextEdit], s: str, when: str,
                    form: str) -> list[TextEdit]:
     """The loop's edits for a block size known only at run time: the tree stops at 32 only where ``when`` holds."""
-    cond = loop.child_by_field_name("condition")
     if form == "sequential":
-        return [unit.replace(cond, f"{unit.t(cond)} && !({when} && {s} <= {WARP})")]
+        cl = counted_loop(unit, loop)
+        cond = cl.cond if not isinstance(cl, str) else loop.child_by_field_name("condition")
+        return _stop_at(unit, loop, f"{unit.t(cond)} && !({when} && {s} <= {WARP})")
     head = edits[0]
     return [TextEdit(head.start_byte, head.end_byte, head.new_text.replace(
         f"{s} > {WARP}", f"{s} > 0 && !({when} && {s} <= {WARP})")), *edits[1:]]

@@ -50,7 +50,7 @@ from htam_core.source.analysis.gridstride import grid_stride_facts
 from htam_core.source.analysis.instantiations import TemplateArguments, template_arguments
 from htam_core.source.analysis.launch import dims_of, launch_arguments, template_bindings
 from htam_core.source.analysis.long_sums import long_sums
-from htam_core.source.analysis.loops import c_for_header, symbolic_trip_count
+from htam_core.source.analysis.loops import c_for_header, c_while_header, symbolic_trip_count
 from htam_core.source.analysis.macros import (
     MAX_DEPTH,
     ExpandedIndex,
@@ -509,8 +509,24 @@ class _MacroEnv(ConstEnv):
 
 
 def _loop_header(src: CudaSource, aff: Affine, loop: Node) -> dict:
-    """The header of a ``for`` loop with sympy parts (see :func:`~htam_core.source.analysis.loops.c_for_header`)."""
-    return c_for_header(loop, src.env.t, aff.expr)
+    """The header of a ``for`` loop with sympy parts (see :func:`~htam_core.source.analysis.loops.c_for_header`), or
+    of a ``while``/``do`` loop read as the counted loop it is (:func:`~htam_core.source.analysis.loops.c_while_header`),
+    its statements as file spans (``init_span``, ``update_span``) and whether its variable is named outside the loop
+    and that init (``var_outside``)."""
+    if loop.type == "for_statement":
+        return c_for_header(loop, src.env.t, aff.expr)
+    def const(n: Node | None) -> int | None:
+        v = src.env.value(n, src.func) if n is not None else None
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+    h = c_while_header(loop, src.env.t, aff.expr, const)
+    init, step = h.pop("init", None), h.pop("step_stmt", None)
+    if init is None or step is None:
+        return h
+    h["init_span"], h["update_span"] = src.span(init), src.span(step)
+    h["var_outside"] = any(not (init.start_byte <= r.start_byte < init.end_byte or
+                                loop.start_byte <= r.start_byte < loop.end_byte)
+                           for r in of_type(src.body, "identifier") if src.env.t(r) == h["var"])
+    return h
 
 
 def _decl_of(src: CudaSource, name: str, before: int) -> tuple[str | None, Node | None, Node | None]:
@@ -1163,6 +1179,8 @@ def _loops(src: CudaSource, aff: Affine, loop_nodes: list[Node]) -> tuple[LoopFa
             pragma=pragma, pragma_span=pragma_span,
             strides_threads=any(n.startswith(("blockDim.", "gridDim.")) for n in names),
             grid_stride=any(n.startswith("gridDim.") for n in names),
+            init_span=h.get("init_span"), update_span=h.get("update_span"), var_outside=h.get("var_outside", False),
+            header_refusal=h.get("refusal"),
         ))
     return tuple(out)
 

@@ -272,6 +272,14 @@ class LoopFact:
         strides_threads: the step depends on ``blockDim``/``gridDim``, or is the constant block size of the
             first launch while the start depends on ``threadIdx`` (a block- or grid-stride loop).
         grid_stride: the step involves ``gridDim`` (grid-stride loop).
+        init_span: for a ``while``/``do`` loop read as a counted loop (``kind`` says which form;
+            :func:`~htam_core.source.analysis.loops.c_while_header`), file bytes of the statement before it that sets
+            ``var`` (``int s = 1;``); ``None`` for a ``for`` loop or an unread one.
+        update_span: for such a loop, file bytes of the body's last statement, the update (``s <<= 1;``).
+        var_outside: for such a loop, ``var`` is named outside the loop and its ``init_span`` statement (a rewrite
+            as a ``for`` loop declaring ``var`` must then keep the outer variable's value: transforms refuse).
+        header_refusal: for a ``while``/``do`` loop of the counted shape that is not read as one, why (one line: a
+            ``do`` loop whose first test is not provably true, a ``continue`` that skips the update); else ``None``.
     """
 
     id: int
@@ -294,6 +302,10 @@ class LoopFact:
     pragma_span: Span | None = None
     strides_threads: bool = False
     grid_stride: bool = False
+    init_span: Span | None = None
+    update_span: Span | None = None
+    var_outside: bool = False
+    header_refusal: str | None = None
 
 
 @dataclass(frozen=True)
@@ -505,13 +517,15 @@ class Transpose:
 
         out[col * rows + row] = in[row * cols + col];
 
+    or stores a function of that one element (``-in[...]``, ``2.f * in[...]``, a conjugate, a cast: ``value``)::
+
     computed from the affine indices (:class:`Access`), whatever the spelling: the row and the column are the
     coefficient of ``cols`` in the read's index and the rest (the write's index must be their swap over ``rows``),
     through locals, casts, cooperative-groups indices, loops over rows and per-element bounds checks. Idea
     source: NVIDIA developer blog, "An Efficient Matrix Transpose in CUDA C/C++" (Harris, 2013).
 
     Attributes:
-        read: the load of the input; write: the store of the output (its value is the load).
+        read: the load of the input; write: the store of the output (its value ``value``, a function of the load).
         row, col: the element's row and column in the input, over the builtins and loop variables.
         rows, cols: the input's rows and row length (the output's row length is ``rows``), as symbols of the
             kernel's parameters.
@@ -526,6 +540,10 @@ class Transpose:
         uniform_bounds: the store's checks that are uniform too (``b < batch``): the same for the whole block.
         loop_bounds: the conditions of the loops around the store that check the row or the column as ``bounds``
             do (``r < rows`` of ``for (r = threadIdx.y; r < rows; r += blockDim.y)``).
+        value: the stored value as a C expression of the loaded element, written ``htam_v``
+            (:data:`~htam_core.source.analysis.transpose.LOADED`): ``"htam_v"`` for a plain copy,
+            ``"make_float2(htam_v.x, -htam_v.y)"`` for a conjugate, ``"2.f * htam_v"`` for a scaled one; it reads no
+            other memory, no thread or block index, only kernel-uniform names besides.
     """
 
     read: Access
@@ -541,6 +559,7 @@ class Transpose:
     write_base: sympy.Expr = sympy.Integer(0)
     uniform_bounds: tuple[Bound, ...] = ()
     loop_bounds: tuple[Bound, ...] = ()
+    value: str = "htam_v"
 
     @property
     def read_coalesced(self) -> bool:
@@ -1813,6 +1832,10 @@ class KernelFacts:
         if scans:
             return (f"this is a scan, not a reduction: the shared-memory loop on line {scans[0].line} writes each "
                     "element from the one a stride below it (a scan step), so no reduction-tree step applies")
+        unread = next((lp for lp in self.loops if lp.header_refusal and any(
+            a.space == "shared" and a.kind != "read" for a in self.accesses_in(lp))), None)
+        if unread is not None:  # a while/do tree not read as a counted loop: say why
+            return f"the shared-memory loop on line {unread.line} is not read as a tree: {unread.header_refusal}"
         return (f"{self.kernel} has no shared-memory tree reduction (a loop whose stride halves or doubles and that "
                 "combines elements of one __shared__ array, `sdata[tid] += sdata[tid + s]`)")
 

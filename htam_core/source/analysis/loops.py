@@ -15,7 +15,7 @@ from typing import Any
 import sympy
 from tree_sitter import Node
 
-from htam_core.source.analysis.syntax import strip_casts, unwrap_parens
+from htam_core.source.analysis.syntax import of_type, statements, strip_casts, unwrap_parens
 
 _CMP = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
         ">=": lambda a, b: a >= b, "!=": lambda a, b: a != b}
@@ -94,14 +94,31 @@ def c_for_header(loop: Node, t: Callable[[Node | None], str], expr: Callable[[No
     if var is None:
         return out
     out["var"] = var
+    _read_condition(cond, var, t, expr, out)
+    out.pop("bound_node", None)
+    _read_update(upd, var, t, expr, out)
+    return out
+
+
+def _read_condition(cond: Node | None, var: str, t: Callable[[Node | None], str], expr: Callable[[Node | None], Any],
+                    out: dict[str, Any]) -> None:
+    """Set ``out["cmp"]``/``out["bound"]`` from the loop condition ``cond`` when it compares ``var`` (either side)."""
     cond = unwrap_parens(cond) if cond is not None else None
+    if cond is not None and cond.type == "condition_clause" and cond.named_child_count == 1:
+        cond = unwrap_parens(cond.named_children[0])
     if cond is not None and cond.type == "binary_expression":
         left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
         op = t(cond.child_by_field_name("operator"))
         if left is not None and t(strip_casts(left)) == var:
-            out["cmp"], out["bound"] = op, expr(right)
+            out["cmp"], out["bound"], out["bound_node"] = op, expr(right), right
         elif right is not None and t(strip_casts(right)) == var:
-            out["cmp"], out["bound"] = FLIP.get(op, op), expr(left)
+            out["cmp"], out["bound"], out["bound_node"] = FLIP.get(op, op), expr(left), left
+
+
+def _read_update(upd: Node | None, var: str, t: Callable[[Node | None], str], expr: Callable[[Node | None], Any],
+                 out: dict[str, Any]) -> None:
+    """Set ``out["update"]``/``out["step"]`` from the update expression ``upd`` of ``var`` (``++v``, ``v += k``,
+    ``v <<= 1``, ``v = v * 2``)."""
     if upd is not None and upd.type == "update_expression" and t(upd.child_by_field_name("argument")) == var:
         out["update"], out["step"] = ("+" if "++" in t(upd) else "-"), sympy.Integer(1)
     elif upd is not None and upd.type == "assignment_expression" and t(upd.child_by_field_name("left")) == var:
@@ -114,4 +131,109 @@ def c_for_header(loop: Node, t: Callable[[Node | None], str], expr: Callable[[No
                 out["step"] = expr(r.child_by_field_name("right"))
         else:
             out["update"], out["step"] = op[:-1], expr(right)
+
+
+def c_while_header(loop: Node, t: Callable[[Node | None], str], expr: Callable[[Node | None], Any],
+                   const: Callable[[Node | None], int | None] | None = None) -> dict[str, Any]:
+    """A ``while`` or ``do``/``while`` loop read as the counted ``for`` loop it is: the same keys as
+    :func:`c_for_header`, plus ``init`` (the statement before the loop that sets the variable) and ``step_stmt``
+    (the body's last statement, the update), or ``{"refusal": why}`` for a loop of that shape that cannot be
+    read so; ``{}`` for any other loop.
+
+    The shape: ``T v = a; ... while (v CMP b) { ...; v OP= k; }`` or ``T v = a; ... do { ...; v OP= k; } while
+    (v CMP b);``, the variable set by a declaration or a plain assignment before the loop in the same block (later
+    statements up to the loop leave it alone), written in the loop only by the body's last statement, and no
+    ``continue`` of the loop (which would skip the update, where a ``for`` loop runs it). A ``do`` loop runs its
+    body once before its first test, so it is the ``for`` loop only when that test is provably true (``a`` and
+    ``b`` integer constants with ``a CMP b``); otherwise it is refused.
+
+    Args:
+        loop: a ``while_statement`` or ``do_statement`` node.
+        t: source text of a node.
+        expr: the value of an expression node in the caller's terms (a sympy expression, a constant), or ``None``.
+        const: an expression node's integer value when it is a compile-time constant (``BLOCK >> 1``), or ``None``;
+            the ``do`` loop's first test reads it where ``expr`` gives no integer.
+    """
+    if loop.type not in ("while_statement", "do_statement"):
+        return {}
+    stmts = statements(loop.child_by_field_name("body"))
+    last = stmts[-1] if stmts else None
+    if last is None or last.type != "expression_statement" or last.named_child_count != 1:
+        return {}
+    upd = last.named_children[0]
+    var = _target(upd, t)
+    out: dict[str, Any] = {}
+    if var is None:
+        return {}
+    _read_update(upd, var, t, expr, out)
+    if "update" not in out or any(w != upd and _target(w, t) == var for w in of_type(loop, _WRITES)):
+        return {}
+    _read_condition(loop.child_by_field_name("condition"), var, t, expr, out)
+    init = _init_before(loop, var, t)
+    if "cmp" not in out or init is None:
+        return {}
+    kind = "do" if loop.type == "do_statement" else "while"
+    if any(_owner(c) == loop for c in of_type(loop, "continue_statement")):
+        return {"refusal": f"the {kind} loop's `continue` skips the update `{t(upd)}` at the end of its body"}
+    out.update(var=var, start=expr(init[1]), init=init[0], step_stmt=last)
+    bound_node = out.pop("bound_node", None)
+    first = {**out, **({"start": const(init[1]), "bound": const(bound_node)} if const is not None else {})}
+    if kind == "do" and not _first_test_holds(out) and not _first_test_holds(first):
+        return {"refusal": f"the do/while loop runs its body once before testing `{t(loop.child_by_field_name('condition'))}`"
+                           f", which is not provably true at entry ({var} = {t(init[1])}), so it is not read as a "
+                           "counted loop"}
     return out
+
+
+_WRITES = ("assignment_expression", "update_expression")
+
+
+def _target(w: Node, t: Callable[[Node | None], str]) -> str | None:
+    """The name an assignment or increment writes (``s`` of ``s <<= 1``, ``++s``), else ``None``."""
+    if w.type == "update_expression":
+        n = w.child_by_field_name("argument")
+    elif w.type == "assignment_expression":
+        n = w.child_by_field_name("left")
+    else:
+        return None
+    n = unwrap_parens(n) if n is not None else None
+    return t(n) if n is not None and n.type == "identifier" else None
+
+
+def _owner(node: Node) -> Node | None:
+    """The innermost loop (or ``switch``, for a ``break``) around ``node``."""
+    p = node.parent
+    while p is not None and p.type not in ("for_statement", "while_statement", "do_statement", "for_range_loop"):
+        p = p.parent
+    return p
+
+
+def _init_before(loop: Node, var: str, t: Callable[[Node | None], str]) -> tuple[Node, Node] | None:
+    """``(statement, value)`` of the last statement before ``loop`` in its block that sets ``var``: a one-name
+    declaration ``T var = value;`` or ``var = value;``; ``None`` when another statement writes ``var`` or takes
+    its address after it, or there is none."""
+    prev = loop.prev_named_sibling
+    while prev is not None:
+        if prev.type == "declaration":
+            ds = [d for d in prev.named_children if d.type in ("init_declarator", "identifier")]
+            names = [t(d.child_by_field_name("declarator")) if d.type == "init_declarator" else t(d) for d in ds]
+            if var in names:
+                value = ds[0].child_by_field_name("value") if len(ds) == 1 and ds[0].type == "init_declarator" else None
+                return (prev, value) if value is not None else None
+        if prev.type == "expression_statement" and prev.named_child_count == 1:
+            a = prev.named_children[0]
+            if a.type == "assignment_expression" and t(a.child_by_field_name("operator")) == "=" and \
+                    _target(a, t) == var:
+                return prev, a.child_by_field_name("right")
+        if any(_target(w, t) == var for w in of_type(prev, _WRITES)) or any(
+                t(p) == f"&{var}" or t(p).replace(" ", "") == f"&{var}" for p in of_type(prev, "pointer_expression")):
+            return None
+        prev = prev.prev_named_sibling
+    return None
+
+
+def _first_test_holds(h: dict[str, Any]) -> bool:
+    """The loop condition ``var cmp bound`` is true for the start value (both integer constants)."""
+    start, bound, c = h.get("start"), h.get("bound"), _CMP.get(h.get("cmp") or "")
+    ints = all(isinstance(x, (int, sympy.Integer)) for x in (start, bound))
+    return bool(c is not None and ints and c(int(start), int(bound)))  # type: ignore[arg-type]

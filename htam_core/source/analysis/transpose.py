@@ -1,6 +1,8 @@
 """Element-copy transposes, computed from the affine index forms (:class:`~htam_core.source.analysis.facts.Transpose`).
 
-A kernel is a transpose when its only global accesses are one load and one store of the loaded value, and the
+A kernel is a transpose when its only global accesses are one load and one store of a function of the loaded value
+(the value itself, ``-v``, ``2.f * v``, ``(half)v``, the conjugate ``make_float2(v.x, -v.y)`` of ``float2 v = in[i]``:
+:attr:`Transpose.value`, read by :func:`_stored_value`), and the
 indices, read as affine forms over ``threadIdx``/``blockIdx``/``blockDim``/``gridDim`` and loop variables, are
 ``in[row * cols + col]`` and ``out[col * rows + row]`` for two parameters ``rows`` and ``cols`` (the same one for a
 square matrix). The row is the coefficient of ``cols`` in the load's index and the column the rest; the store's
@@ -29,7 +31,7 @@ from htam_core.source.analysis.guards import GuardTerm, positive_terms
 from htam_core.source.analysis.syntax import strip_casts, text, unwrap_parens, walk
 from htam_core.source.analysis.unit import CudaSource
 
-__all__ = ["access_bounds", "condition_bounds", "find_transposes", "tile_coverage", "uniform_part"]
+__all__ = ["LOADED", "access_bounds", "condition_bounds", "find_transposes", "tile_coverage", "uniform_part"]
 
 #: An expression node -> its affine form (the analysis layer's ``Affine.expr``), ``None`` when unreadable.
 ExprOf = Callable[[Node], "sympy.Expr | None"]
@@ -291,8 +293,8 @@ def find_transposes(src: CudaSource, expr: ExprOf, accesses: tuple[Access, ...],
     wnode, rnode = src.node_at(w.span, kinds), src.node_at(r.span, kinds)
     if wnode is None or rnode is None:
         return ()
-    value = _store_of(wnode, src.src)
-    if value is None or src.span(value) != r.span:
+    value = _stored_value(src, wnode, rnode, expr, names)
+    if value is None:
         return ()
     bounds = access_bounds(wnode, src.body, src.src, expr)
     split = None if bounds is None else _bounds_fit(bounds, row, col, rows, cols,
@@ -301,7 +303,123 @@ def find_transposes(src: CudaSource, expr: ExprOf, accesses: tuple[Access, ...],
         return ()
     lbs = _loop_bounds(w, loops, ((row, rows), (col, cols)))
     return (Transpose(r, w, row, col, rows, cols, split[0], src.span(src.body), batch, rbase, wbase, split[1],
-                      lbs),)
+                      lbs, value),)
+
+
+#: The placeholder that stands for the loaded element in :attr:`Transpose.value` (an identifier, so that putting any
+#: postfix expression in its place keeps the expression's parse).
+LOADED = "htam_v"
+_BUILTIN_NAMES = ("threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize")
+
+
+def _stored_value(src: CudaSource, wnode: Node, rnode: Node, expr: ExprOf, params: set[str]) -> str | None:
+    """The stored value of the store ``wnode`` as a C expression of :data:`LOADED` (the element ``rnode`` loads),
+    or ``None`` when it is not a function of that one element and of kernel-uniform values.
+
+    The value is the load itself (casts and parentheses aside: :data:`LOADED`), an expression holding the load
+    once (``2.f * in[i]``, ``-in[i]``, ``(half)in[i]``), or an expression of one local declared once from the
+    load and never written again, named nowhere else (``float2 v = in[i]; out[j] = make_float2(v.x, -v.y);``).
+    Its other names must be scalar parameters, compile-time constants, called functions (a function of the unit
+    only when its body reads no memory through a subscript or a pointer and no thread or block index) or fields;
+    no assignment, increment or builtin index may appear in it."""
+    value = _store_of(wnode, src.src)
+    if value is None:
+        return None
+    right = wnode.parent
+    while right is not None and right.type != "assignment_expression":
+        right = right.parent
+    raw = right.child_by_field_name("right") if right is not None else None
+    if raw is None:
+        return None
+    local = _loaded_local(src, rnode)
+    inside = raw.start_byte <= rnode.start_byte and rnode.end_byte <= raw.end_byte
+    if not inside and local is None:
+        return None
+    holes: list[Node] = [rnode] if inside else [n for n in walk(raw) if n.type == "identifier"
+                                                and text(n, src.src) == local]
+    if not holes or not _uniform_rest(src, raw, holes, expr, params):
+        return None
+    if local is not None and not inside and any(
+            not (raw.start_byte <= n.start_byte < raw.end_byte or _in_decl_of(n, rnode))
+            for n in walk(src.body) if n.type == "identifier" and text(n, src.src) == local):
+        return None
+    out, pos = [], raw.start_byte
+    for h in sorted(holes, key=lambda n: n.start_byte):
+        out += [src.src[pos:h.start_byte].decode(), LOADED]
+        pos = h.end_byte
+    out.append(src.src[pos:raw.end_byte].decode())
+    return " ".join("".join(out).split())
+
+
+def _in_decl_of(n: Node, rnode: Node) -> bool:
+    """``n`` is the declarator name of the declaration whose initializer is the load ``rnode``."""
+    d = rnode.parent
+    return d is not None and d.type == "init_declarator" and d.child_by_field_name("declarator") == n
+
+
+def _loaded_local(src: CudaSource, rnode: Node) -> str | None:
+    """The name of the local ``T v = <load>;`` (``rnode`` its whole initializer, casts aside), declared once in the
+    kernel and never written again, else ``None``."""
+    node = rnode
+    while node.parent is not None and node.parent.type in ("parenthesized_expression", "cast_expression"):
+        node = node.parent
+    d = node.parent
+    if d is None or d.type != "init_declarator" or d.child_by_field_name("value") != node:
+        return None
+    name_node = d.child_by_field_name("declarator")
+    if name_node is None or name_node.type != "identifier":
+        return None
+    name = text(name_node, src.src)
+    decls = [n for n in walk(src.body) if n.type == "init_declarator"
+             and text(n.child_by_field_name("declarator"), src.src) == name]
+    return name if len(decls) == 1 and not src.env.assigned_in(src.func, name) else None
+
+
+def _uniform_rest(src: CudaSource, raw: Node, holes: list[Node], expr: ExprOf, params: set[str]) -> bool:
+    """Every name of ``raw`` outside ``holes`` is kernel-uniform or a called function that reads no memory or
+    index (see :func:`_stored_value`), and ``raw`` writes nothing."""
+    def in_hole(n: Node) -> bool:
+        return any(h.start_byte <= n.start_byte < h.end_byte for h in holes)
+    for n in walk(raw):
+        if in_hole(n):
+            continue
+        if n.type in ("assignment_expression", "update_expression", "subscript_expression") or (
+                n.type == "pointer_expression"):
+            return False
+        if n.type != "identifier":
+            continue
+        name = text(n, src.src)
+        p = n.parent
+        if p is not None and p.type == "template_function" and p.child_by_field_name("name") == n:
+            n, p = p, p.parent  # static_cast<T>(x), f<T>(x): the call's function
+        if p is not None and p.type == "call_expression" and p.child_by_field_name("function") == n:
+            if not _pure_function(src, name):
+                return False
+            continue
+        if name in _BUILTIN_NAMES:
+            return False
+        e = expr(n)
+        if name not in params and not (e is not None and e.is_number) and src.env.value(n, src.func) is None:
+            return False
+    return True
+
+
+def _pure_function(src: CudaSource, name: str) -> bool:
+    """A call of ``name`` reads no memory and no index: it is not defined in the unit (a library or intrinsic
+    function such as ``make_float2``, ``__float2half``), or its definition's body has no subscript, no pointer
+    dereference and no builtin index."""
+    for fn in walk(src.root):
+        if fn.type != "function_definition":
+            continue
+        decl = fn.child_by_field_name("declarator")
+        inner = decl.child_by_field_name("declarator") if decl is not None else None
+        if inner is None or text(inner, src.src).split("::")[-1] != name:
+            continue
+        body = fn.child_by_field_name("body")
+        return body is not None and not any(
+            n.type in ("subscript_expression", "pointer_expression") or
+            (n.type == "identifier" and text(n, src.src) in _BUILTIN_NAMES) for n in walk(body))
+    return True
 
 
 def _values(lp: LoopFact, subs: dict) -> list[int] | None:

@@ -52,7 +52,7 @@ def test_a_square_matrix_with_one_size():
 
 @pytest.mark.parametrize("body", [
     X + "if (x < cols && y < rows) out[y * cols + x] = in[y * cols + x];",  # a copy
-    X + "if (x < cols && y < rows) out[x * rows + y] = 2.0f * in[y * cols + x];",  # not the loaded value
+    X + "if (x < cols && y < rows) out[x * rows + y] = x + in[y * cols + x];",  # reads the thread's column
     X + "if (x < cols / 2 && y < rows) out[x * rows + y] = in[y * cols + x];",  # half the columns
     X + "if (threadIdx.x < 16 && x < cols && y < rows) out[x * rows + y] = in[y * cols + x];",
     X + "if (x < cols && y < rows) out[x * rows + y] = in[y * cols + x] ; out[0] = in[0];",  # two stores
@@ -61,6 +61,11 @@ def test_a_square_matrix_with_one_size():
 ])
 def test_what_is_not_a_whole_transpose_gives_nothing(body):
     assert _one(body) == ()
+
+
+def test_a_scaled_transpose_is_one_with_its_stored_function():
+    (t,) = _one(X + "if (x < cols && y < rows) out[x * rows + y] = 2.0f * in[y * cols + x];")
+    assert t.value == "2.0f * htam_v"
 
 
 SAMPLES = ("int x = blockIdx.x * 32 + threadIdx.x; int y = blockIdx.y * 32 + threadIdx.y;\n"
