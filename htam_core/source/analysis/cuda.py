@@ -363,7 +363,7 @@ class Affine:
         """True when the constant ``name`` read at byte ``at`` gets its value outside the kernel's body (a
         ``#define``, a file-scope or header constant, a template parameter), so its name is in scope everywhere in
         the body."""
-        return self.env.definition(name, self.func, at)[0] in ("define", "file", "binding", "none")
+        return self.env.definition(name, self.func, at)[0] in ("define", "file", "enum", "binding", "none")
 
     def _index_macro(self, name: str, depth: int) -> sympy.Expr | None:
         """The index form of an object-like ``#define name value`` whose value reads a builtin (``#define GLOBAL_ID
