@@ -44,6 +44,8 @@ class Enumerator:
         namespaces: the names of the namespaces around the enum, outermost first (its scope for an unqualified
             use: the innermost enclosing namespace of the use that starts with them wins).
         names: every spelling a use may name it by (``("BLOCK", "ns::BLOCK")``), whitespace removed.
+        scoped: its enum is an ``enum class``/``enum struct``: its enumerators do not convert to ``int`` implicitly
+            ([dcl.enum] 10), so an edit spells the value, never the name, where an integer is meant.
     """
 
     name: str
@@ -54,6 +56,7 @@ class Enumerator:
     function: Node | None
     namespaces: tuple[str, ...]
     names: tuple[str, ...]
+    scoped: bool = False
 
 
 def namespace_path(node: Node, src: bytes) -> tuple[str, ...]:
@@ -115,7 +118,8 @@ def enumerators(root: Node, src: bytes) -> dict[str, list[Enumerator]]:
         previous: Enumerator | None = None
         for node, name in zip(nodes, siblings, strict=True):
             e = Enumerator(name, node, node.child_by_field_name("value"), previous, siblings, function,
-                           tuple(s for s, is_class in scopes if not is_class), _names(name, enum_name, scoped, scopes))
+                           tuple(s for s, is_class in scopes if not is_class), _names(name, enum_name, scoped, scopes),
+                           scoped)
             for n in e.names:
                 out.setdefault(n, []).append(e)
             previous = e
