@@ -177,6 +177,14 @@ class CudaUnit:
             return None
         return [Dim(e, self.resolve(e, launch.host)) for e in self.dims_of(launch.block, launch.host)]
 
+    def block_refusal(self, launch: Launch) -> str:
+        """Why the first block dimension of ``launch`` without a constant has none, when the analysis knows more than
+        "not a constant" (a host template parameter whose instantiations disagree:
+        :meth:`~htam_core.source.analysis.constants.ConstEnv.refusal`), as ``" (reason)"``; ``""`` otherwise."""
+        bad = next((d.expr for d in self.block_dims(launch) or [] if d.const is None), None)
+        why = self.env.refusal(self.t(bad), launch.host) if bad is not None else ""
+        return f" ({why})" if why else ""
+
     def block_threads(self, launch: Launch) -> int | None:
         """Threads per block when every dimension is a compile-time constant, else ``None``."""
         dims = self.block_dims(launch)

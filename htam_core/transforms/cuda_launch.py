@@ -500,7 +500,7 @@ class CudaBlockSize(CudaTransform):
             # the output contract is the reason that stays once the block size is made a constant: say it too
             hazard = per_block_output_hazard(unit, unit.launches[0])
             return self.not_applicable(f"the block size {bad} is not a compile-time constant"
-                                       + (f"; and {hazard}" if hazard else ""))
+                                       + unit.block_refusal(unit.launches[0]) + (f"; and {hazard}" if hazard else ""))
         current = tuple(c.value for c in consts)  # type: ignore[union-attr]
         active = [v for v in current if v > 1]
         if len(active) == 1 and len(current) <= 3:
@@ -575,7 +575,8 @@ class CudaLaunchBounds(CudaTransform):
             n = unit.block_threads(launch)
             if n is None:
                 blk = unit.t(launch.block) if launch.block is not None else "none"
-                return self.not_applicable(f"the block size ({blk}) on line {launch.site.line} is not a constant")
+                return self.not_applicable(f"the block size ({blk}) on line {launch.site.line} is not a constant"
+                                           + unit.block_refusal(launch))
             sizes.append(n)
         n = max(sizes)
         if n > 1024:

@@ -56,12 +56,14 @@ def _follow(src: CudaSource, node: Node) -> Node:
 
 def _bound(src: CudaSource, kernel: Kernel, node: Node) -> tuple[int | None, str | None, str | None]:
     """``(value, parameter, text)`` of a bin-count expression: a compile-time constant or a scalar kernel parameter
-    that the kernel never assigns; all ``None`` otherwise."""
+    that the kernel never assigns; all ``None`` otherwise. A constant's text keeps the casts written around it
+    (``static_cast<int>(Bins::Count)``: an ``enum class`` member is no integer without its cast)."""
     env = src.env
-    node = strip_casts(unwrap_parens(node))
+    written = unwrap_parens(node)
+    node = strip_casts(written)
     c = env.const(node, src.func)
     if c is not None:
-        return (c.value, None, env.t(node)) if c.value > 0 else (None, None, None)
+        return (c.value, None, env.t(written)) if c.value > 0 else (None, None, None)
     scalars = {p.name for p in kernel.params if not p.is_pointer}
     if node.type == "identifier" and env.t(node) in scalars and not env.assigned_in(src.func, env.t(node)):
         return None, env.t(node), env.t(node)

@@ -8,11 +8,19 @@ CUDA unit: names resolve through, in order,
 1. bindings given by the caller (template arguments at the launch site, ``template <int B>`` -> ``B=256``);
 2. declarations in the enclosing function (``const int``, ``constexpr``, or any ``int x = ...`` that
    has exactly one definition before the use and is never reassigned or address-taken);
-3. declarations at file or namespace scope;
-4. object-like ``#define``s (their value parsed as an expression);
-5. the same file-scope declarations and ``#define``s of the local headers the unit includes
+   then the enumerators of an ``enum`` declared in that function;
+3. the non-type template parameters of the host function template holding the use (``template <int BX> void
+   launch(...)``), bound from the uses of that function in the unit when every one gives the same constant
+   (:mod:`~htam_core.source.analysis.host_templates`; :meth:`ConstEnv.refusal` says why one is not);
+4. declarations at file or namespace scope, then enumerators at file, namespace or class scope
+   (``enum { BLOCK = 256 };``, ``Cfg::BLOCK``, ``E::K`` of an ``enum class``, implicit values counting on from the
+   previous one: :mod:`~htam_core.source.analysis.enums`);
+5. object-like ``#define``s (their value parsed as an expression);
+6. the same file-scope declarations, enumerators and ``#define``s of the local headers the unit includes
    (``#include "helpers.h"`` next to the file, :func:`htam_core.source.analysis.includes.local_headers`);
-6. the device runtime's built-in constants (:data:`BUILTIN_CONSTANTS`: ``warpSize`` is 32).
+7. the device runtime's built-in constants (:data:`BUILTIN_CONSTANTS`: ``warpSize`` is 32).
+
+A qualified name (``ns::kB``, ``Cfg::BLOCK``, ``::BLOCK``) is looked up as written, without spaces.
 
 A name of a ``dim3`` variable evaluates to the product of its components (threads per block).
 :func:`python_constants` does the same job for Python (module constants and assignments in the
@@ -31,6 +39,13 @@ from typing import Any
 
 from tree_sitter import Node
 
+from htam_core.source.analysis.enums import Enumerator, enumerators, namespace_path
+from htam_core.source.analysis.host_templates import (
+    TemplateParam,
+    enclosing_function,
+    template_parameter,
+    template_uses,
+)
 from htam_core.source.analysis.includes import Header, local_headers
 from htam_core.source.analysis.syntax import node_text, of_type, parse, unwrap_parens
 from htam_core.types.constexpr import UNKNOWN, read_constexpr
@@ -148,7 +163,7 @@ def evaluate(node: Node | None, lookup: Lookup, depth: int = 0) -> Value | None:
     t = node.type
     if t == "number_literal":
         return literal_value(node_text(node))
-    if t in ("identifier", "type_identifier"):
+    if t in ("identifier", "type_identifier", "qualified_identifier"):
         return lookup(node)
     if t in ("parenthesized_expression", "expression_statement"):
         inner = [c for c in node.named_children if c.type != "comment"]
@@ -259,6 +274,9 @@ class ConstEnv:
         self._header_envs: list[ConstEnv] | None = None
         self._defines: dict[str, Node] | None = None
         self._file: dict[str, list[Node]] | None = None
+        self._enums: dict[str, list[Enumerator]] | None = None
+        #: (function start byte, parameter position) -> the host template parameter's constant, or why it is none
+        self._templates: dict[tuple[int, int], tuple[Const | None, str]] = {}
 
     def t(self, node: Node | None) -> str:
         """Source text of ``node``."""
@@ -307,12 +325,119 @@ class ConstEnv:
                 if p is None or p.type not in ("translation_unit", "declaration_list", "preproc_if",
                                                "preproc_ifdef", "preproc_else", "linkage_specification"):
                     continue
+                spaces = namespace_path(decl, self.src)
                 for d in decl.named_children:
                     if d.type == "init_declarator":
                         dn, v = d.child_by_field_name("declarator"), d.child_by_field_name("value")
                         if dn is not None and dn.type == "identifier" and v is not None:
-                            self._file.setdefault(self.t(dn), []).append(v)
+                            for k in range(len(spaces) + 1):  # kB, and n::kB for one in namespace n
+                                self._file.setdefault("::".join((*spaces[k:], self.t(dn))), []).append(v)
         return self._file.get(name, [])
+
+    def enumerator(self, name: str, scope: Node | None, before: int | None = None) -> Enumerator | None:
+        """The enumerator a use of ``name`` (``BLOCK``, ``Cfg::BLOCK``, ``E::K``) at byte ``before`` in ``scope``
+        sees: one declared in the function holding ``scope`` (before the use) first, else one at file, namespace
+        or class scope, the one in the innermost namespace around the use when several share the name (the first
+        when none encloses it: a ``using`` brings it in). ``None`` when no enumerator has that name."""
+        if self._enums is None:
+            self._enums = enumerators(self.root, self.src)
+        found = self._enums.get(_plain(name), [])
+        fn = enclosing_function(scope) if scope is not None else None
+        local = [e for e in found if e.function is not None and fn is not None
+                 and fn.start_byte <= e.node.start_byte < fn.end_byte and (before is None or e.node.end_byte <= before)]
+        if local:
+            return local[-1]
+        outer = [e for e in found if e.function is None]
+        if len(outer) <= 1:
+            return outer[0] if outer else None
+        at = before if before is not None else scope.start_byte if scope is not None else None
+        use = self.root.descendant_for_byte_range(at, at) if at is not None else None
+        path = namespace_path(use, self.src) if use is not None else ()
+        inner = [e for e in outer if path[:len(e.namespaces)] == e.namespaces]
+        return max(inner, key=lambda e: len(e.namespaces)) if inner else outer[0]
+
+    def _enum_const(self, e: Enumerator, seen: frozenset[str]) -> Const | None:
+        """The value of enumerator ``e``: its ``= value`` read in its enum's scope (its siblings visible by their
+        plain names), or the previous enumerator's plus one, 0 for the first ([dcl.enum] 2); rewritable through
+        the value's literal when it is one."""
+        key = f"enum@{e.node.start_byte}"
+        if key in seen:
+            return None
+        seen = seen | {key}
+        if e.value is None:
+            if e.previous is None:
+                return Const(0, None, e.name)
+            prev = self._enum_const(e.previous, seen)
+            return Const(prev.value + 1, None, e.name) if prev is not None else None
+        v = unwrap_parens(e.value)
+        if v.type == "number_literal":
+            lit = int_literal(self.t(v))
+            return Const(lit, v, e.name) if lit is not None else None
+        outer = self.lookup(e.function, seen)
+
+        def look(n: Node) -> Value | None:
+            t = node_text(n)
+            if n.type == "identifier" and t in e.siblings:
+                sib = next((s for s in self._enums_of(e) if s.name == t), None)
+                c = self._enum_const(sib, seen) if sib is not None else None
+                return c.value if c is not None else None
+            return outer(n)
+        out = evaluate(v, look)
+        return Const(out, None, e.name) if isinstance(out, int) and not isinstance(out, bool) else None
+
+    @staticmethod
+    def _enums_of(e: Enumerator) -> list[Enumerator]:
+        """The enumerators of ``e``'s enum up to ``e`` (itself included), first to last."""
+        out = [e]
+        while out[-1].previous is not None:
+            out.append(out[-1].previous)  # type: ignore[arg-type]
+        return out[::-1]
+
+    def template_const(self, tp: TemplateParam, name: str) -> tuple[Const | None, str]:
+        """The constant host template parameter ``name`` (``tp``) has in every instantiation the unit makes, or
+        ``(None, why)`` when it has none: the template is not used, a use deduces it or takes the function as a
+        value, an argument is not a constant, or the uses give several values (several instantiations
+        disagree). The constant is rewritable through the argument's literal when the template is used once."""
+        key = (tp.function.start_byte, tp.position)
+        if key not in self._templates:
+            self._templates[key] = (None, f"{name} is bound through itself")  # a cycle of uses reads no value
+            self._templates[key] = self._bind_template(tp, name)
+        return self._templates[key]
+
+    def _bind_template(self, tp: TemplateParam, name: str) -> tuple[Const | None, str]:
+        uses = template_uses(self.root, self.src, tp.name)
+        if not uses:
+            return None, f"{tp.name} is not called in this file, so its template argument {name} is unknown"
+        values: list[Const] = []
+        for u in uses:
+            line = self.src.count(b"\n", 0, u.node.start_byte) + 1
+            if u.args is None:
+                return None, f"{tp.name} is used on line {line} without template arguments"
+            if tp.position < len(u.args):
+                arg = u.args[tp.position]
+                arg = arg.named_children[0] if arg.type == "type_descriptor" and arg.named_child_count == 1 else arg
+                c = self.const(arg, enclosing_function(u.node) or _lambda_of(u.node))
+            elif tp.default is not None:
+                c = self.const(tp.default, tp.function)
+            else:
+                return None, f"the call of {tp.name} on line {line} deduces {name}"
+            if c is None:
+                return None, f"{tp.name}'s argument {name} on line {line} is not a compile-time constant"
+            values.append(c)
+        distinct = sorted({c.value for c in values})
+        if len(distinct) > 1:
+            return None, (f"{tp.name} is instantiated with {name} = {', '.join(map(str, distinct))}: several "
+                          "instantiations disagree")
+        first = values[0]
+        same = len({(c.literal.start_byte if c.literal is not None else None, c.preproc_range) for c in values}) == 1
+        return (Const(first.value, first.literal, name, first.preproc_range) if same else Const(first.value, None, name),
+                "")
+
+    def refusal(self, name: str, scope: Node | None) -> str:
+        """Why ``name`` read in ``scope`` has no constant value when that is more than "not a constant": the reason
+        of :meth:`template_const` for a host template parameter (``""`` otherwise, or when it has a value)."""
+        tp = template_parameter(scope, _plain(name), self.src)
+        return self.template_const(tp, _plain(name))[1] if tp is not None else ""
 
     def define(self, name: str) -> Node | None:
         """The value node of the object-like ``#define name value``, if any."""
@@ -373,8 +498,10 @@ class ConstEnv:
 
     def definition(self, name: str, scope: Node | None, before: int | None = None) -> tuple[str, Node | None]:
         """Where ``name`` gets its value at a use at byte ``before`` in ``scope``: ``("binding", None)``,
-        ``("local", init)``, ``("file", init)``, ``("define", value)``, or ``("none", None)`` (also when a
-        local is declared more than once, reassigned, or declared after the use)."""
+        ``("local", init)``, ``("local enum", enumerator)``, ``("template", host function)`` (a host template
+        parameter, :meth:`template_const`), ``("file", init)``, ``("enum", enumerator)``, ``("define", value)``, or
+        ``("none", None)`` (also when a local is declared more than once, reassigned, or declared after the use)."""
+        name = _plain(name)
         if name in self.bindings:
             return "binding", None
         if scope is not None:
@@ -385,16 +512,29 @@ class ConstEnv:
                 if before is not None and decls[0].start_byte > before:
                     return "none", None
                 return "local", decls[0]
+            e = self.enumerator(name, scope, before)
+            if e is not None and e.function is not None:
+                return "local enum", e.node
+            tp = template_parameter(scope, name, self.src)
+            if tp is not None:
+                return "template", tp.function
         inits = self.file_inits(name)
         if inits:
             return "file", inits[0]
+        e = self.enumerator(name, scope, before)
+        if e is not None and e.function is None:
+            return "enum", e.node
         d = self.define(name)
         return ("define", d) if d is not None else ("none", None)
 
     def _name(self, name: str, scope: Node | None, before: int | None, seen: frozenset[str]) -> Value | None:
+        name = _plain(name)
         if name in seen:
             return None
         where, node = self.definition(name, scope, before)
+        if where in ("enum", "local enum", "template"):
+            c = self._special_const(where, name, scope, before, seen | {name})
+            return c.value if c is not None else None
         if node is None and where == "none":  # the header evaluates it (and guards its own cycles)
             v = self._from_headers(name, seen)
             return BUILTIN_CONSTANTS.get(name) if v is None else v
@@ -406,6 +546,15 @@ class ConstEnv:
         if where == "define":
             return evaluate_text(self.t(node), self.lookup(None, seen))
         return self._init_value(node, scope if where == "local" else None, seen)
+
+    def _special_const(self, where: str, name: str, scope: Node | None, before: int | None,
+                       seen: frozenset[str]) -> Const | None:
+        """The constant of an enumerator or a host template parameter (``where`` as :meth:`definition` says)."""
+        if where == "template":
+            tp = template_parameter(scope, name, self.src)
+            return self.template_const(tp, name)[0] if tp is not None else None
+        e = self.enumerator(name, scope, before)
+        return self._enum_const(e, seen) if e is not None else None
 
     def _init_value(self, v: Node, scope: Node | None, seen: frozenset[str]) -> Value | None:
         if v.type in ("initializer_list", "argument_list"):  # dim3 b{16, 16}: threads per block
@@ -427,14 +576,17 @@ class ConstEnv:
         if node.type == "number_literal":
             v = int_literal(self.t(node))
             return Const(v, node) if v is not None else None
-        if node.type in ("identifier", "type_identifier"):
+        if node.type in ("identifier", "type_identifier", "qualified_identifier"):
             return self.const_name(self.t(node), scope, before=node.start_byte)
         v = self.value(node, scope)
         return Const(v) if isinstance(v, int) else None
 
     def const_name(self, name: str, scope: Node | None, before: int | None = None) -> Const | None:
         """Resolve identifier ``name`` to an integer :class:`Const` (see :meth:`const`)."""
+        name = _plain(name)
         where, node = self.definition(name, scope, before)
+        if where in ("enum", "local enum", "template"):
+            return self._special_const(where, name, scope, before, frozenset({name}))
         if where == "binding":
             return Const(self.bindings[name], None, name)
         if node is None:  # from a header: the value, but nothing in this unit to rewrite
@@ -452,6 +604,18 @@ class ConstEnv:
             return Const(v, None, name, (off, off + len(stripped.encode())))
         computed = evaluate_text(raw, self.lookup(None, frozenset({name})))
         return Const(computed, None, name) if isinstance(computed, int) else None
+
+
+def _plain(name: str) -> str:
+    """A name as looked up: whitespace removed, a leading ``::`` (the global namespace) dropped."""
+    return "".join(name.split()).removeprefix("::")
+
+
+def _lambda_of(node: Node) -> Node | None:
+    """The lambda holding ``node`` (a use at file scope inside one), or ``None``."""
+    while node is not None and node.type != "lambda_expression":
+        node = node.parent  # type: ignore[assignment]
+    return node
 
 
 # ----------------------------------------------------------------------------------------- Python

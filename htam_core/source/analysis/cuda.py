@@ -362,8 +362,13 @@ class Affine:
     def _named_outside(self, name: str, at: int) -> bool:
         """True when the constant ``name`` read at byte ``at`` gets its value outside the kernel's body (a
         ``#define``, a file-scope or header constant, a template parameter), so its name is in scope everywhere in
-        the body."""
-        return self.env.definition(name, self.func, at)[0] in ("define", "file", "binding", "none")
+        the body. An ``enum class`` member is not kept: it does not convert to an integer where an edit would write
+        it (its value is spelled instead)."""
+        where = self.env.definition(name, self.func, at)[0]
+        if where == "enum":
+            e = self.env.enumerator(name, self.func, at)
+            return e is not None and not e.scoped
+        return where in ("define", "file", "binding", "none")
 
     def _index_macro(self, name: str, depth: int) -> sympy.Expr | None:
         """The index form of an object-like ``#define name value`` whose value reads a builtin (``#define GLOBAL_ID
