@@ -20,6 +20,7 @@ from typing import Literal
 import sympy
 
 from htam_core.source.analysis.constants import BUILTIN_CONSTANTS
+from htam_core.source.analysis.loops import CountedHeader
 from htam_core.source.analysis.select import Selection
 from htam_core.source.analysis.sync import Barrier
 
@@ -272,6 +273,9 @@ class LoopFact:
         strides_threads: the step depends on ``blockDim``/``gridDim``, or is the constant block size of the
             first launch while the start depends on ``threadIdx`` (a block- or grid-stride loop).
         grid_stride: the step involves ``gridDim`` (grid-stride loop).
+        header: a ``for`` header that declares its variable and compares it with a bound, as file spans and texts
+            with its exclusive bound (:class:`~htam_core.source.analysis.loops.CountedHeader`: ``k <= q`` counts to
+            ``(q) + 1``), or ``None``; ``header_problem`` then says why (one clause), or is ``""`` for a non-``for``.
     """
 
     id: int
@@ -294,6 +298,8 @@ class LoopFact:
     pragma_span: Span | None = None
     strides_threads: bool = False
     grid_stride: bool = False
+    header: CountedHeader | None = None
+    header_problem: str = ""
 
 
 @dataclass(frozen=True)
