@@ -272,16 +272,16 @@ def bounds_guard(stmt: Node, following: Sequence[Node] | None, src: bytes) -> Bo
     """
     if stmt.type != "if_statement":
         return "it is not an `if` statement"
+    cons = stmt.child_by_field_name("consequence")
+    if _is_bare_return(cons) and stmt.child_by_field_name("alternative") is not None:
+        return "the early return has an else branch (its statements can follow the `if` instead)"
     alt = noop_else(stmt)
     if isinstance(alt, str):
         return alt
     cond = _condition(stmt)
     if cond is None:
         return "the bounds check has no plain condition"
-    cons = stmt.child_by_field_name("consequence")
     if _is_bare_return(cons):
-        if alt is not None:
-            return "the early return has an else branch (its statements can follow the `if` instead)"
         if following is not None and not following:
             return "nothing follows the early return"
         terms = _positive_terms(cond, src, True)
