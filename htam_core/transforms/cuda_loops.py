@@ -130,6 +130,9 @@ def grid_stride_body_edits(unit: CudaUnit) -> list[TextEdit] | str:
         cond = ew.guard.child_by_field_name("condition")
         edits.append(unit.edit(ew.guard.start_byte, cond.end_byte,
                                header + (f" if {ew.predicate}" if ew.predicate else "")))
+        noop = ew.else_span()  # the guard's no-op else (`else return;`) cannot follow the loop: it goes with the if
+        if noop is not None:
+            edits.append(unit.edit(*noop, ""))
     else:
         indent = syn.indent_of(unit.src, ew.guard.start_byte)
         first, last = ew.stmts[0], ew.stmts[-1]

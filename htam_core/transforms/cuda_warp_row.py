@@ -123,39 +123,40 @@ def _declared_scalars(unit: CudaUnit, stmts: list[Node]) -> dict[str, Node]:
 
 @dataclass(frozen=True)
 class _Head:
-    """A counted loop ``for (T var = start; var < bound; ++var)``: its nodes and the variable's declared type."""
+    """A counted loop ``for (T var = start; var < bound; ++var)``: its nodes, the variable's declared type, the
+    exclusive bound as C text (``(q) + 1`` for ``var <= q``) and, for ``var != bound``, the condition node (a lane
+    that steps past the bound must stop: the rewrite writes ``var < bound``)."""
 
     var: str
     start: Node
     bound: Node
     upd: Node
     type: str
+    limit: str
+    cond: Node | None = None
 
 
 def _loop_header(unit: CudaUnit, loop: Node) -> _Head | str:
-    """The :class:`_Head` of ``for (T j = S; j < E; ++j)`` (``S`` any value that does not read ``j``), or why not."""
-    init, cond, upd = (loop.child_by_field_name(f) for f in ("initializer", "condition", "update"))
-    line = unit.src[: loop.start_byte].count(b"\n") + 1
-    if init is None or cond is None or upd is None:
+    """The :class:`_Head` of a ``for`` loop counting up by 1 to a bound (``j < E``, ``E > j``, ``j <= E``, ``j !=
+    E``; ``S`` any value that does not read ``j``), read from the analysis layer's loop header
+    (:attr:`~htam_core.source.analysis.facts.LoopFact.header`), or why not."""
+    line = unit.line(loop)
+    fact = unit.facts.loop_at(unit.file_byte(loop))
+    h = fact.header if fact is not None else None
+    if fact is None or h is None:
+        why = fact.header_problem if fact is not None and fact.header_problem else "is not a counted for loop"
+        return f"the loop on line {line} {why}"
+    if h.cmp not in ("<", "<=", "!="):
+        return f"the loop on line {line} is not `{h.var} < n`"
+    if not h.unit_step or h.exclusive is None:
+        return f"the loop on line {line} does not step {h.var} by 1"
+    start, bound, upd = (unit.node_at(sp) for sp in (h.start, h.bound, h.update))
+    if start is None or bound is None or upd is None:
         return f"the loop on line {line} is not a counted for loop"
-    var = value = None
-    if syn.is_declaration(init):
-        ds = [d for d in init.named_children if syn.is_init_declarator(d)]
-        if len(ds) == 1:
-            var, value = unit.t(ds[0].child_by_field_name("declarator")), ds[0].child_by_field_name("value")
-    if var is None or value is None:
-        return f"the loop on line {line} does not declare its variable with a starting value"
-    cond = syn.unwrap_parens(cond)
-    if not syn.is_binary(cond) or unit.t(cond.child_by_field_name("left")) != var \
-            or unit.t(cond.child_by_field_name("operator")) != "<":
-        return f"the loop on line {line} is not `{var} < n`"
-    bound = cond.child_by_field_name("right")
-    if references(bound, unit.src, var):
-        return f"the bound of the loop on line {line} depends on {var}"
-    step = unit.t(upd).replace(" ", "")
-    if step not in _unit_steps(var):
-        return f"the loop on line {line} does not step {var} by 1"
-    return _Head(var, value, bound, upd, unit.t(syn.declaration_type(init)))
+    if references(bound, unit.src, h.var):
+        return f"the bound of the loop on line {line} depends on {h.var}"
+    cond = unit.node_at(h.cond) if h.cmp == "!=" else None
+    return _Head(h.var, start, bound, upd, h.type, h.exclusive, cond)
 
 
 def _unit_steps(var: str) -> tuple[str, ...]:
@@ -187,7 +188,7 @@ def _while_header(unit: CudaUnit, loop: Node, prev: Node | None) -> tuple[_Head,
     bound = cond.child_by_field_name("right")
     if references(bound, unit.src, var):
         return f"the bound of the loop on line {line} depends on {var}"
-    return _Head(var, value, bound, upd, unit.t(syn.declaration_type(prev))), st[-1]
+    return _Head(var, value, bound, upd, unit.t(syn.declaration_type(prev)), unit.t(bound)), st[-1]
 
 
 def _inner_loop(unit: CudaUnit, loop: Node) -> Node | None:
@@ -265,7 +266,7 @@ def _flat_nest(unit: CudaUnit, w: _Walk, after: str, stride: str) -> TextEdit:
     division per element would cost more than the element's load); the carry sits in the loop's update, so a
     ``continue`` in the body keeps it."""
     (h1, h2), ind = w.heads, syn.indent_of(unit.src, w.loop.start_byte)
-    a, b = f"({unit.t(h1.bound)})", f"({unit.t(h2.bound)})"
+    a, b = f"({h1.limit})", f"({h2.limit})"
     text = (f"for (long long htam_f = {LANE}, htam_fn = {a} > 0 && {b} > 0 ? (long long){a} * {b} : 0, "
             f"htam_b = {b} > 0 ? {b} : 1, htam_q = htam_f / htam_b, htam_r = htam_f % htam_b, "
             f"htam_dq = ({stride}) / htam_b, htam_dr = ({stride}) % htam_b;\n"
@@ -574,6 +575,8 @@ def _split_edits(unit: CudaUnit, w: _Walk, after: str, stride: str) -> list[Text
     h = w.heads[0]
     start = LANE if _is_zero(unit.t(h.start)) else f"({unit.t(h.start)}) + {LANE}"
     edits = [unit.replace(h.start, start), unit.replace(h.upd, f"{h.var} += {stride}")]
+    if h.cond is not None:  # `j != n` stepped by the lanes would pass n: `j < n` stops each lane
+        edits.append(unit.replace(h.cond, f"{h.var} < {h.limit}"))
     return edits + ([unit.insert(w.loop.end_byte, after)] if after else [])
 
 

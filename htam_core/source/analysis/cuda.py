@@ -50,7 +50,7 @@ from htam_core.source.analysis.gridstride import grid_stride_facts
 from htam_core.source.analysis.instantiations import TemplateArguments, template_arguments
 from htam_core.source.analysis.launch import dims_of, launch_arguments, template_bindings
 from htam_core.source.analysis.long_sums import long_sums
-from htam_core.source.analysis.loops import c_for_header, c_while_header, symbolic_trip_count
+from htam_core.source.analysis.loops import c_for_header, c_while_header, counted_header, symbolic_trip_count
 from htam_core.source.analysis.macros import (
     MAX_DEPTH,
     ExpandedIndex,
@@ -1176,6 +1176,7 @@ def _loops(src: CudaSource, aff: Affine, loop_nodes: list[Node]) -> tuple[LoopFa
                     names |= {s.name for s in e.free_symbols} if e is not None else set()
         kind = {"for_statement": "for", "while_statement": "while", "do_statement": "do"}[ln.type]
         pragma, pragma_span = _pragma(src, ln)
+        counted = counted_header(ln, src.env.t, src.span) if kind == "for" else ""
         out.append(LoopFact(
             id=k, line=src.line(ln), span=src.span(ln), kind=kind, var=h.get("var"), start=h.get("start"),
             bound=h.get("bound"), step=step, cmp=h.get("cmp"), update=h.get("update"), trip_count=trip,
@@ -1186,6 +1187,7 @@ def _loops(src: CudaSource, aff: Affine, loop_nodes: list[Node]) -> tuple[LoopFa
             grid_stride=any(n.startswith("gridDim.") for n in names),
             init_span=h.get("init_span"), update_span=h.get("update_span"), var_outside=h.get("var_outside", False),
             header_refusal=h.get("refusal"),
+            header=None if isinstance(counted, str) else counted, header_problem=counted if isinstance(counted, str) else "",
         ))
     return tuple(out)
 

@@ -20,6 +20,7 @@ from typing import Literal
 import sympy
 
 from htam_core.source.analysis.constants import BUILTIN_CONSTANTS
+from htam_core.source.analysis.loops import CountedHeader
 from htam_core.source.analysis.select import Selection
 from htam_core.source.analysis.sync import Barrier
 
@@ -280,6 +281,9 @@ class LoopFact:
             as a ``for`` loop declaring ``var`` must then keep the outer variable's value: transforms refuse).
         header_refusal: for a ``while``/``do`` loop of the counted shape that is not read as one, why (one line: a
             ``do`` loop whose first test is not provably true, a ``continue`` that skips the update); else ``None``.
+        header: a ``for`` header that declares its variable and compares it with a bound, as file spans and texts
+            with its exclusive bound (:class:`~htam_core.source.analysis.loops.CountedHeader`: ``k <= q`` counts to
+            ``(q) + 1``), or ``None``; ``header_problem`` then says why (one clause), or is ``""`` for a non-``for``.
     """
 
     id: int
@@ -306,6 +310,8 @@ class LoopFact:
     update_span: Span | None = None
     var_outside: bool = False
     header_refusal: str | None = None
+    header: CountedHeader | None = None
+    header_problem: str = ""
 
 
 @dataclass(frozen=True)

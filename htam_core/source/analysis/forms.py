@@ -195,6 +195,8 @@ class Elementwise:
             ``flag[i]`` in ``if (i >= n || !flag[i]) return;``), as one positive condition in parentheses
             (``"(v[i] != 0)"``), or ``""``: a rewrite that loops over the elements keeps it inside the loop's body.
         skip: the negation of :attr:`predicate` as an early exit writes it (``v[i] == 0``, ``!flag[i]``), or ``""``.
+        alternative: the guard's ``else`` that changes nothing (``else { return; }`` ending the kernel, ``else {}``:
+            :func:`~htam_core.source.analysis.guards.noop_else`), else ``None``; part of :attr:`guard`.
     """
 
     decl: Node
@@ -209,6 +211,15 @@ class Elementwise:
     extra: str = ""
     predicate: str = ""
     skip: str = ""
+    alternative: Node | None = None
+
+    def else_span(self) -> tuple[int, int] | None:
+        """The bytes ``(start, end)`` from the end of :attr:`consequence` to the end of :attr:`guard` (its no-op
+        ``else``), which a rewrite that keeps the consequence but changes the guard's header deletes; ``None``
+        without such an ``else``."""
+        if self.alternative is None or self.consequence is None:
+            return None
+        return self.consequence.end_byte, self.guard.end_byte
 
     @property
     def deduced_type(self) -> bool:
@@ -390,7 +401,8 @@ def elementwise(unit: KernelView, *, invariant_terms: bool = False,
         if why:
             return why
         cons = g.stmt.child_by_field_name("consequence") if g.form == "if" else None
-        return Elementwise(s, name, typ, value, g.stmt, bound, g.form, body, cons, *(split or ("", "", "")))
+        return Elementwise(s, name, typ, value, g.stmt, bound, g.form, body, cons, *(split or ("", "", "")),
+                           alternative=g.alternative)
     gs = unit.facts.grid_stride_loops
     if gs:  # the index is a grid-stride loop's own: that is the shape, not a missing declaration
         return (f"the kernel is a grid-stride loop over {gs[0].var} (line {gs[0].line}), not one element per thread "

@@ -11,6 +11,12 @@ pushed through ``||`` and ``!`` by De Morgan (``row >= M`` becomes ``row < M``, 
 ``b``). A term ``var < bound`` (either way round: ``bound > var``) names its variable and bound; any other term
 is kept by its positive text. The idea is the usual normalization of a guard to a conjunction of half-open
 bounds (as in polyhedral loop-bound analysis), restricted to what a transform can reuse verbatim.
+
+An ``else`` branch that changes nothing is part of the guarded-body form (:func:`noop_else`): an empty one
+(``else {}``, ``else ;``) anywhere, and a bare ``else return;`` / ``else { return; }`` where nothing runs after the
+``if`` (the kernel's last statement): ``if (i < n) { ... } else { return; }`` runs exactly what ``if (i < n) { ...
+}`` runs. :attr:`BoundsGuard.alternative` keeps it, so a rewrite of the ``if``'s header can drop it with the header
+(:func:`else_span`). An ``else`` that does work is refused.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ from tree_sitter import Node
 from htam_core.source.analysis.syntax import statements, text, unwrap_parens
 
 __all__ = ["BoundsGuard", "GuardTerm", "bounds_guard", "positive_terms", "closing_bounds_guard", "describe_form",
-           "early_return_text", "enclosing_bounds", "exit_condition", "first_bounds_guard", "open_guarded_block"]
+           "early_return_text", "else_span", "enclosing_bounds", "exit_condition", "first_bounds_guard", "noop_else",
+           "open_guarded_block"]
 
 _NEGATE = {"<": ">=", ">=": "<", ">": "<=", "<=": ">", "==": "!=", "!=": "=="}
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
@@ -62,6 +69,8 @@ class BoundsGuard:
         condition: the positive condition in parentheses: the condition as written for ``"if"``,
             ``"(row < M && col < N)"`` built from the terms for ``"return"``.
         end_byte: where the guarded code ends (the ``if`` statement's end, or the last following statement's).
+        alternative: the ``else_clause`` of a guarded body whose ``else`` changes nothing (:func:`noop_else`), else
+            ``None``; ``stmt`` (and :attr:`end_byte`) include it.
     """
 
     stmt: Node
@@ -70,6 +79,7 @@ class BoundsGuard:
     body: tuple[Node, ...]
     condition: str
     end_byte: int
+    alternative: Node | None = None
 
     def bounds(self) -> dict[str, Node]:
         """``{var: bound node}`` of the ``var < bound`` terms."""
@@ -193,6 +203,58 @@ def _is_bare_return(node: Node | None) -> bool:
     return len(body) == 1 and body[0].type == "return_statement" and not body[0].named_child_count
 
 
+def _ends_function(stmt: Node) -> bool:
+    """Nothing runs after statement ``stmt`` in its function: it is the last statement of its block, and each
+    enclosing statement up to the function's body is an ``if`` (or its ``else``) or a block that it ends (a loop,
+    ``switch`` or ``do`` around it runs more)."""
+    node = stmt
+    while node.parent is not None:
+        parent = node.parent
+        if parent.type == "compound_statement":
+            if any(c.start_byte >= node.end_byte for c in _statements(parent)):
+                return False
+            if parent.parent is not None and parent.parent.type == "function_definition":
+                return True
+        elif parent.type not in ("if_statement", "else_clause"):
+            return False
+        node = parent
+    return False
+
+
+def noop_else(stmt: Node) -> Node | None | str:
+    """The ``else`` of ``if`` statement ``stmt`` when it changes nothing, ``None`` when there is no ``else``, or
+    why it is not a no-op (one clause).
+
+    A no-op ``else`` is empty (``else {}``, ``else ;``, anywhere) or a bare ``return;`` (``else return;``, ``else {
+    return; }``) where nothing runs after ``stmt`` in the kernel (:func:`_ends_function`): returning there skips
+    nothing, so the ``if`` runs exactly what it runs without its ``else``.
+
+    Returns:
+        the ``else_clause`` node, ``None``, or ``"the bounds check has an else branch that does work"`` / ``"…
+        whose return skips the statements after the check"``.
+    """
+    alt = stmt.child_by_field_name("alternative")
+    if alt is None:
+        return None
+    inner = next((c for c in alt.named_children if c.type != "comment"), None) if alt.type == "else_clause" else alt
+    body = [b for b in _statements(inner) if not (b.type == "expression_statement" and not b.named_child_count)]
+    if not body:
+        return alt
+    if _is_bare_return(inner):
+        return alt if _ends_function(stmt) else "the bounds check's else branch returns before the statements after it"
+    return "the bounds check has an else branch that does work"
+
+
+def else_span(guard: BoundsGuard) -> tuple[int, int] | None:
+    """The bytes ``(start, end)`` from the end of ``guard``'s consequence to the end of its no-op ``else``
+    (:attr:`BoundsGuard.alternative`), which a rewrite that keeps the consequence but changes the ``if``'s header
+    (into a loop's) deletes; ``None`` when the guard has no ``else``."""
+    if guard.alternative is None:
+        return None
+    cons = guard.stmt.child_by_field_name("consequence")
+    return (cons.end_byte if cons is not None else guard.alternative.start_byte), guard.alternative.end_byte
+
+
 def bounds_guard(stmt: Node, following: Sequence[Node] | None, src: bytes) -> BoundsGuard | str:
     """Read the ``if`` statement ``stmt`` (``following``: the statements after it in its block) as a bounds
     check, or say why it is not one.
@@ -204,17 +266,21 @@ def bounds_guard(stmt: Node, following: Sequence[Node] | None, src: bytes) -> Bo
         src: the UTF-8 buffer the nodes index (byte offsets).
 
     Returns:
-        the :class:`BoundsGuard`, or one sentence: not an ``if``, an ``else`` branch, an early exit that does
-        more than ``return;``, or an early return with nothing after it.
+        the :class:`BoundsGuard`, or one sentence: not an ``if``, an ``else`` branch that does something
+        (:func:`noop_else`), an early exit that does more than ``return;`` or has an ``else``, or an early return
+        with nothing after it.
     """
     if stmt.type != "if_statement":
         return "it is not an `if` statement"
-    if stmt.child_by_field_name("alternative") is not None:
-        return "the bounds check has an else branch"
+    cons = stmt.child_by_field_name("consequence")
+    if _is_bare_return(cons) and stmt.child_by_field_name("alternative") is not None:
+        return "the early return has an else branch (its statements can follow the `if` instead)"
+    alt = noop_else(stmt)
+    if isinstance(alt, str):
+        return alt
     cond = _condition(stmt)
     if cond is None:
         return "the bounds check has no plain condition"
-    cons = stmt.child_by_field_name("consequence")
     if _is_bare_return(cons):
         if following is not None and not following:
             return "nothing follows the early return"
@@ -226,7 +292,7 @@ def bounds_guard(stmt: Node, following: Sequence[Node] | None, src: bytes) -> Bo
         return "the bounds check's branch returns after other statements"
     terms = _positive_terms(cond, src, False)
     return BoundsGuard(stmt, "if", tuple(terms), tuple(_statements(cons)),
-                       text(stmt.child_by_field_name("condition"), src), stmt.end_byte)
+                       text(stmt.child_by_field_name("condition"), src), stmt.end_byte, alt)
 
 
 def first_bounds_guard(stmts: Sequence[Node], src: bytes) -> tuple[int, BoundsGuard | str] | None:
@@ -266,8 +332,8 @@ def open_guarded_block(stmts: Sequence[Node], target: Node, src: bytes) -> tuple
     """The statements of a kernel body ``stmts`` with statement ``target`` among them, a guarded body opened: the
     guarded body and the early return are one normal form.
 
-    ``if (c < n) { A; target; B; }`` as the body's last statement (no ``else``) runs ``A; target; B;`` exactly
-    when ``if (c >= n) return; A; target; B;`` does, so its statements are read as following the guard: the result
+    ``if (c < n) { A; target; B; }`` as the body's last statement (no ``else``, or one that changes nothing:
+    :func:`noop_else`) runs ``A; target; B;`` exactly when ``if (c >= n) return; A; target; B;`` does, so its statements are read as following the guard: the result
     is the statements before the ``if``, the ``if`` itself (the guard, read by :func:`bounds_guard` in its ``"if"``
     form), then the consequence's statements.
 
@@ -279,7 +345,7 @@ def open_guarded_block(stmts: Sequence[Node], target: Node, src: bytes) -> tuple
     Returns:
         ``(statements, None)`` when ``target`` is one of ``stmts``; ``(statements, the if)`` when it is a statement
         of a guarded body opened as above; one clause (``"is inside `if (c < n) { … }`, which has an else
-        branch"``) when it is in the consequence of a body-level ``if`` whose guard semantics differ from an early
+        branch that does work"``) when it is in the consequence of a body-level ``if`` whose guard semantics differ from an early
         return (an ``else``, statements after the block, a ``return`` in it); ``None`` when it is elsewhere.
     """
     if target in stmts:
@@ -292,8 +358,9 @@ def open_guarded_block(stmts: Sequence[Node], target: Node, src: bytes) -> tuple
     if target not in inner:
         return None
     where = f"is inside the guarded block `if {text(stmt.child_by_field_name('condition'), src)} {{ … }}`"
-    if stmt.child_by_field_name("alternative") is not None:
-        return f"{where}, which has an else branch"
+    alt = noop_else(stmt)
+    if isinstance(alt, str):
+        return f"{where}, which has an else branch that does work"
     if owner != len(stmts) - 1:
         return f"{where}, and statements follow that block (only a block that ends the kernel reads as an early return)"
     g = bounds_guard(stmt, None, src)

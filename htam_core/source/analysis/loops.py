@@ -4,12 +4,15 @@
 (so ``s >>= 1`` reduction trees and ``i *= 2`` count right); :func:`symbolic_trip_count` gives the
 closed form ``ceil((bound - start) / step)`` (``<``), ``floor((bound - start) / step) + 1`` (``<=``) and
 their mirror images for decreasing loops, ``ceil(log_s(bound / start))`` for ``v *= s``, as sympy expressions over runtime names (assuming the
-loop runs at least once: a symbolic count is not clamped at 0).
+loop runs at least once: a symbolic count is not clamped at 0). :func:`counted_header` gives the same header
+as source spans and texts, for a rewrite that edits it: the start, the update and the bound normalized to an
+exclusive one (``k <= q`` counts to ``q + 1``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import sympy
@@ -237,3 +240,76 @@ def _first_test_holds(h: dict[str, Any]) -> bool:
     start, bound, c = h.get("start"), h.get("bound"), _CMP.get(h.get("cmp") or "")
     ints = all(isinstance(x, (int, sympy.Integer)) for x in (start, bound))
     return bool(c is not None and ints and c(int(start), int(bound)))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class CountedHeader:
+    """The header of ``for (T var = start; var CMP bound; UPDATE)`` as source spans, for a rewrite that edits it.
+
+    Attributes:
+        var: the loop variable, declared by the header.
+        type: the variable's declared type as written (``"int"``, ``"int64_t"``).
+        start: bytes of the starting value (the caller's offsets, :func:`counted_header`'s ``span``).
+        bound: bytes of the bound expression as written (either side of the comparison).
+        cond: bytes of the whole condition (``k <= q``).
+        update: bytes of the update expression (``++k``, ``k += 1``).
+        cmp: the comparison with the variable on the left (``"<"``, ``"<="``, ``"!="``, ...).
+        unit_step: the update adds 1 to the variable (``++k``, ``k++``, ``k += 1``, ``k = k + 1``).
+        exclusive: the exclusive upper bound as C text when the loop counts up by 1 to a bound: the bound as
+            written for ``k < n``, ``n > k`` and ``k != n`` (which stop at the same ``k`` when the start is not
+            past ``n``), ``(q) + 1`` for ``k <= q`` and ``q >= k``; ``None`` for any other loop.
+    """
+
+    var: str
+    type: str
+    start: tuple[int, int]
+    bound: tuple[int, int]
+    cond: tuple[int, int]
+    update: tuple[int, int]
+    cmp: str
+    unit_step: bool
+    exclusive: str | None
+
+
+def _unit_step(upd: Node, var: str, t: Callable[[Node | None], str]) -> bool:
+    """``upd`` adds 1 to ``var``: ``++var``, ``var++``, ``var += 1``, ``var = var + 1`` (spaces ignored)."""
+    return t(upd).replace(" ", "") in (f"++{var}", f"{var}++", f"{var}+=1", f"{var}={var}+1")
+
+
+def counted_header(loop: Node, t: Callable[[Node | None], str],
+                   span: Callable[[Node], tuple[int, int]]) -> CountedHeader | str:
+    """The :class:`CountedHeader` of a ``for`` loop that declares its variable with a starting value and compares
+    it with a bound (either side), or why not (one clause naming what is missing).
+
+    Args:
+        loop: a ``for_statement`` node.
+        t: source text of a node.
+        span: the bytes of a node in the caller's offsets (file offsets for the analysis facts).
+    """
+    init, cond, upd = (loop.child_by_field_name(f) for f in ("initializer", "condition", "update"))
+    if loop.type != "for_statement" or init is None or cond is None or upd is None:
+        return "is not a counted for loop"
+    ds = [d for d in init.named_children if d.type == "init_declarator"] if init.type == "declaration" else []
+    value = ds[0].child_by_field_name("value") if len(ds) == 1 else None
+    if value is None:
+        return "does not declare its variable with a starting value"
+    var = t(ds[0].child_by_field_name("declarator"))
+    cond = unwrap_parens(cond)
+    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+    op = t(cond.child_by_field_name("operator")) if cond.type == "binary_expression" else ""
+    if op not in FLIP or left is None or right is None:
+        return f"does not compare {var} with a bound"
+    if t(strip_casts(left)) == var:
+        cmp, bound = op, right
+    elif t(strip_casts(right)) == var:
+        cmp, bound = FLIP[op], left
+    else:
+        return f"does not compare {var} with a bound"
+    unit = _unit_step(upd, var, t)
+    exclusive = None
+    if unit and cmp in ("<", "!="):
+        exclusive = t(bound)
+    elif unit and cmp == "<=":
+        exclusive = f"({t(bound)}) + 1"
+    return CountedHeader(var, t(init.child_by_field_name("type")), span(value), span(bound), span(cond), span(upd),
+                         cmp, unit, exclusive)

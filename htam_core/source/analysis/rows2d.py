@@ -307,7 +307,7 @@ def contiguous_rows(view: KernelView) -> ContiguousRows | str | None:
     if not body:
         return "the bounds check guards no statement"
     cons = guard.stmt.child_by_field_name("consequence") if guard.form == "if" else None
-    shape = Elementwise(decl, name, typ, value, guard.stmt, bound, guard.form, body, cons)
+    shape = Elementwise(decl, name, typ, value, guard.stmt, bound, guard.form, body, cons, alternative=guard.alternative)
     why = _body_reason(view, shape)
     if why:
         return why
