@@ -7,12 +7,12 @@ and macro written for this test."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from htam_core.cli.main import main
+from tests.support.nvcc_check import assert_compiles
 from tests.support.workspace_fixtures import workspace
 
 pytestmark = [pytest.mark.usefixtures("private_htam_env"),
@@ -66,6 +66,4 @@ def test_out_holds_the_launcher_whose_macro_use_was_edited(tmp_path: Path, capsy
     assert launcher.count("__restrict__") == ("__restrict__" in best)
     assert (ws / "host.cu").read_text() == HOST and (ws / "include/launch.cuh").read_text() == HEADER
     for name in ("best.cu", "host.cu"):
-        p = subprocess.run(["nvcc", "-arch=sm_90", "-I", str(ws), "-x", "cu", "-c", str(out / name), "-o",
-                            str(tmp_path / f"{name}.o")], capture_output=True, text=True, timeout=300)
-        assert p.returncode == 0, p.stderr[-2000:]
+        assert_compiles(out / name, flags=("-x", "cu"), includes=(ws,), tmp=tmp_path, context=name)

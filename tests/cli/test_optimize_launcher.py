@@ -5,12 +5,12 @@ with or without a GPU)."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from htam_core.cli.main import main
+from tests.support.nvcc_check import assert_compiles
 from tests.support.workspace_fixtures import MAIN_CPP, VADD, workspace
 
 pytestmark = [pytest.mark.usefixtures("private_htam_env"),
@@ -56,9 +56,7 @@ def test_out_holds_the_kernel_and_its_launcher(tmp_path: Path, capsys: pytest.Ca
     assert f"its launcher: {out / 'main.cpp'}" in printed
     assert (ws / "main.cpp").read_text() == MAIN_CPP  # the user's files are untouched
     for name in ("best.cu", "main.cpp"):
-        p = subprocess.run(["nvcc", "-arch=sm_90", "-x", "cu", "-c", str(out / name), "-o", str(tmp_path / f"{name}.o")],
-                           capture_output=True, text=True, timeout=300)
-        assert p.returncode == 0, p.stderr[-2000:]
+        assert_compiles(out / name, flags=("-x", "cu"), tmp=tmp_path, context=name)
 
 
 
@@ -75,9 +73,7 @@ def test_a_header_kernel_and_the_launcher_that_includes_it_build_in_out(tmp_path
                                                 "k.cuh")
     assert best == out / "best.cuh" and launchers == [out / "run.cu"] and copy == out / "k.cuh"
     assert copy.read_text() == VADD
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(out / "run.cu"), "-o", str(tmp_path / "run.o")],
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-2000:]
+    assert_compiles(out / "run.cu", tmp=tmp_path)
     alone = tmp_path / "alone"
     alone.mkdir()
     assert _write_kernel_files(alone, ".cuh", VADD, {}, "k.cuh")[2] is None  # no launcher: best.cuh alone

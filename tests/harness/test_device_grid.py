@@ -11,7 +11,6 @@ grid from the occupancy API is tested in test_occupancy_grid.py.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from htam_core.source.api import load
 from htam_core.transforms import registry
 from htam_core.transforms.base import NotApplicable
 from tests.support.harness_oracle import same_and_wrong
+from tests.support.nvcc_check import assert_compiles
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "device_grid"
 CASES = [("attr_grid.cu", "add_one", "(sm_count * 4, 1, 1)", 256),
@@ -94,9 +94,7 @@ def test_no_device_quantities_without_a_gpu():
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 @pytest.mark.parametrize("file", ["attr_grid.cu", "props_grid.cu", "occupancy_grid.cu"])
 def test_the_fixtures_compile(file, tmp_path):
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(FIX / file), "-o", str(tmp_path / "x.o")],
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-2000:]
+    assert_compiles(FIX / file, tmp=tmp_path)
 
 
 @pytest.mark.gpu
@@ -165,11 +163,7 @@ def test_a_2d_candidate_is_run_with_its_own_capped_grid(tmp_path):
 def test_the_2d_candidate_compiles(tmp_path):
     model = load(str(FIX / "grid2d.cu"))
     (c, _) = registry.propose("cuda.grid_size", model, model.kernel("scale2d"))
-    src = tmp_path / "c.cu"
-    src.write_text(c.new_text)
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "x.o")],
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-2000:]
+    assert_compiles(c.new_text, tmp=tmp_path, name="c.cu")
 
 
 @pytest.mark.gpu

@@ -11,7 +11,6 @@ for the kernel it compiled (unit level here with a fake CuPy function and device
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 import types
 from pathlib import Path
@@ -27,6 +26,7 @@ from htam_core.source.analysis.device_queries import OCCUPANCY_FUNCTIONS, occupa
 from htam_core.source.analysis.syntax import of_type
 from htam_core.source.api import load
 from tests.support.harness_oracle import same_and_wrong
+from tests.support.nvcc_check import assert_compiles
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "device_grid"
 #: (fixture, kernel, the launch's grid as written, its block as written)
@@ -248,9 +248,7 @@ def test_the_runner_reads_the_compiled_function_and_the_device(monkeypatch):
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 @pytest.mark.parametrize("file", ["occupancy_flags.cu", "occupancy_potential.cu", "occupancy_other.cu"])
 def test_the_fixtures_compile(file, tmp_path):
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(FIX / file), "-o", str(tmp_path / "x.o")],
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-2000:]
+    assert_compiles(FIX / file, tmp=tmp_path)
 
 
 @pytest.mark.gpu

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from htam_core.harness.promote64 import float64_twin
+from tests.support.nvcc_check import assert_compiles
 
 _MSE = """#include <cuda_runtime.h>
 #include <cstdio>
@@ -98,11 +98,7 @@ def test_literals_that_are_not_floats_stay():
 def test_nvcc_compiles_the_twin(text, kernel, tmp_path: Path):
     twin = float64_twin(text, kernel)
     assert twin.text is not None
-    src = tmp_path / "twin.cu"
-    src.write_text(twin.text)
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "twin.o")],
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert_compiles(twin.text, tmp=tmp_path, name="twin.cu")
 
 
 @pytest.mark.parametrize(("text", "why"), [

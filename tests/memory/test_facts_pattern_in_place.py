@@ -7,7 +7,6 @@ strided along threadIdx.x (``strided_along_x``), ``smem_bank_padding`` a shared 
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from htam_core.memory import Ranker, load_knowledge
 from htam_core.memory.facts import compute_facts
 from htam_core.source.api import parse_text
+from tests.support.nvcc_check import assert_compiles
 
 # coalesced 2-D kernels: threadIdx.x walks the contiguous column
 BLUR_2D = """
@@ -148,8 +148,4 @@ def test_the_kernels_are_valid_cuda(tmp_path: Path) -> None:
     srcs = [BLUR_2D, SCALE_ROWS, SCALE_ROWS_STRIDED, TILE_T.replace("WIDTH", "33"), HALO_ROWS, ROW_SUM_THREAD,
             ROW_SUM_WARP, ROW_MAX_WARP_WIDE]
     for i, src in enumerate(srcs):
-        f = tmp_path / f"k{i}.cu"
-        f.write_text(src)
-        res = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(f), "-o", str(tmp_path / f"k{i}.o")],
-                             capture_output=True, text=True, check=False)
-        assert res.returncode == 0, (i, res.stderr)
+        assert_compiles(src, tmp=tmp_path, name=f"k{i}.cu", context=i)

@@ -4,7 +4,6 @@ __launch_bounds__(256)``): the kernels are found and no parse problem is reporte
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import pytest
 
@@ -12,6 +11,7 @@ from htam_core.source.analysis.launch_bounds import launch_bounds
 from htam_core.source.analysis.unit import cuda_source
 from htam_core.source.api import parse_text
 from htam_core.source.preproc import kernel_macros, qualifier_view
+from tests.support.nvcc_check import assert_compiles
 
 DEFINES = """#define GLOBAL __global__
 #define KERNEL_GLOBAL __global__
@@ -60,11 +60,7 @@ def test_kernel_macro_spellings_parse_without_problems(header: str, bound: int |
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_the_spellings_are_valid_cuda(tmp_path) -> None:
     for n, (header, _) in enumerate(HEADERS):
-        f = tmp_path / f"k{n}.cu"
-        f.write_text(_unit(header))
-        r = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(f), "-o", str(tmp_path / f"k{n}.o")],
-                           capture_output=True, text=True, check=False)
-        assert r.returncode == 0, (header, r.stderr[-1500:])
+        assert_compiles(_unit(header), tmp=tmp_path, name=f"k{n}.cu", context=header)
 
 
 def test_kernel_macros_are_read_and_viewed_at_equal_length() -> None:

@@ -6,7 +6,6 @@ from the CLI, while kernels outside the open scope stay complete. Every fixture 
 from __future__ import annotations
 
 import shutil
-import subprocess
 import textwrap
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from htam_core.cli.main import main
 from htam_core.source import parse_text
 from htam_core.transforms.base import NotApplicable
 from htam_core.transforms.registry import propose
+from tests.support.nvcc_check import nvcc_error
 
 ROW = """__global__ void row_sum(const float* x, float* out, int rows, int cols) {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
@@ -94,8 +94,5 @@ def test_cli_says_incomplete_in_one_line_and_exits_2(tmp_path: Path, capsys) -> 
 @pytest.mark.parametrize("half", [False, True])
 def test_nvcc_agrees(tmp_path: Path, half: bool) -> None:
     for spelling in SPELLINGS:
-        f = tmp_path / f"{spelling}.cu"
-        f.write_text(textwrap.dedent(_file(spelling, half=half)[0]))
-        r = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(f), "-o", str(tmp_path / f"{spelling}.o")],
-                           capture_output=True, text=True)
-        assert (r.returncode == 0) != half, (spelling, r.stderr)
+        err = nvcc_error(textwrap.dedent(_file(spelling, half=half)[0]), tmp=tmp_path, name=f"{spelling}.cu")
+        assert (err == "") != half, (spelling, err)

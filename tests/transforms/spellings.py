@@ -18,7 +18,8 @@ when the earlier ones hold):
   applicable to the kernel: its ``applies`` predicate is not definitely false on the kernel's facts (the ranker's
   rule, :mod:`htam_core.memory.predicates`);
 * **made**: the transform returns at least one validated candidate (:func:`htam_core.transforms.registry.propose`);
-* **compiled**: for CUDA, ``nvcc -arch=sm_90 -c`` accepts every candidate; for Triton, every candidate's kernel runs
+* **compiled**: for CUDA, nvcc accepts every candidate (``nvcc -arch=sm_90 -cubin``: the device compile and the
+  full C++ front end, :mod:`tests.support.nvcc_check`); for Triton, every candidate's kernel runs
   under the Triton interpreter and matches the start (the step's ``gpu`` block gives the call);
 * **gpu**: on a CUDA device, every candidate's host launcher (``host`` of the spelling, called with the step's
   ``gpu.args`` in order: ``in`` tensors random, ``inout`` random and compared, ``out`` zeroed, ``int`` and
@@ -30,7 +31,6 @@ Used by ``tests/transforms/test_spellings.py`` (one test per cell) and ``bench/s
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -42,6 +42,8 @@ from htam_core.memory.knowledge import load_knowledge
 from htam_core.source import load
 from htam_core.transforms import registry
 from htam_core.transforms.base import Candidate, NotApplicable
+from tests.support.nvcc_check import have_nvcc
+from tests.support.nvcc_check import nvcc_error as shared_nvcc_error
 
 ROOT = Path(__file__).resolve().parents[1] / "fixtures" / "spellings"
 
@@ -175,19 +177,11 @@ def make(sp: Spelling) -> list[Candidate] | NotApplicable:
     return registry.propose(sp.strategy, model, model.kernel(sp.kernel))
 
 
-def have_nvcc() -> bool:
-    """True when ``nvcc`` is on ``PATH``."""
-    return shutil.which("nvcc") is not None
-
-
 def nvcc_error(text: str, name: str = "spelling.cu") -> str:
-    """``""`` when ``nvcc -arch=sm_90 -c`` accepts ``text``, else the end of its error output."""
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / name
-        src.write_text(text)
-        p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(src.with_suffix(".o"))],
-                           capture_output=True, text=True, timeout=600)
-        return "" if p.returncode == 0 else (p.stderr or p.stdout)[-2000:]
+    """``""`` when nvcc (sm_90) accepts ``text``, else the end of its error output: the device compile and the
+    full C++ front end, not the host compiler's pass (:mod:`tests.support.nvcc_check` says what that leaves out
+    and why)."""
+    return shared_nvcc_error(text, name=name)
 
 
 _TRITON_RUN = """

@@ -19,6 +19,7 @@ from htam_core.source import load
 from htam_core.source.workspace import find_launches
 from htam_core.transforms import registry
 from htam_core.transforms.base import Candidate, apply_edits
+from tests.support.nvcc_check import assert_compiles
 from tests.support.workspace_fixtures import (
     CUPY_PY,
     CUPY_TRANSPOSE_PY,
@@ -52,11 +53,7 @@ def _cuda_string(text: str, var: str) -> str:
 
 
 def _nvcc(tmp: Path, name: str, cuda: str) -> None:
-    src = tmp / name
-    src.write_text(cuda)
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-x", "cu", "-c", str(src), "-o", str(src) + ".o"],
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert_compiles(cuda, flags=("-x", "cu"), tmp=tmp, name=name)
 
 
 def test_the_cupy_launch_is_found_and_editable(tmp_path):

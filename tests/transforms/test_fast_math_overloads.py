@@ -5,12 +5,12 @@ instantiation runs it in double, left alone when its type is double or unknown."
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import pytest
 
 from htam_core.source.api import parse_text
 from htam_core.transforms.registry import propose
+from tests.support.nvcc_check import assert_compiles
 
 TEMPLATE = """#include <cuda_runtime.h>
 template <typename scalar_t, typename acc_t>
@@ -46,11 +46,7 @@ def _fast(text: str, path: str = "k.cu"):
 
 
 def _nvcc(tmp_path, text: str) -> None:
-    f = tmp_path / "k.cu"
-    f.write_text(text)
-    r = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(f), "-o", str(tmp_path / "k.o")], capture_output=True,
-                       text=True, check=False)
-    assert r.returncode == 0, r.stderr[-2000:]
+    assert_compiles(text, tmp=tmp_path, name="k.cu")
 
 
 def _file(body: str, tail: str, extra: str = "") -> str:

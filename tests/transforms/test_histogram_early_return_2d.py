@@ -5,7 +5,6 @@ every thread reaches the barriers), and compiled by nvcc for sm_90. Kernels writ
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from htam_core.memory.facts import compute_facts
 from htam_core.memory.knowledge import load_knowledge
 from htam_core.source import parse_text
 from htam_core.transforms.registry import NotApplicable, propose
+from tests.support.nvcc_check import assert_compiles
 
 EARLY_1D = """__global__ void hist_early(const unsigned char* data, unsigned int* bins, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -94,8 +94,4 @@ def test_a_return_other_than_the_bounds_check_is_refused() -> None:
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 @pytest.mark.parametrize(("text", "name"), CASES)
 def test_compiles_for_sm90(text: str, name: str, tmp_path: Path) -> None:
-    f = tmp_path / "h.cu"
-    f.write_text(_made(text, name)[1][0].new_text)
-    r = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(f), "-o", str(tmp_path / "h.o")], capture_output=True,
-                       text=True, check=False)
-    assert r.returncode == 0, r.stderr[-2000:]
+    assert_compiles(_made(text, name)[1][0].new_text, tmp=tmp_path, name="h.cu")

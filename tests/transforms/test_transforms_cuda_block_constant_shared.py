@@ -5,11 +5,12 @@ body reads the shared constant the step is refused with the hand edit that makes
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from transform_helpers import facts_of_text, fixture_path
+
+from tests.support.nvcc_check import assert_compiles
 
 TID = "cuda.block_size"
 FILE = "block_constant_shared.cu"
@@ -50,8 +51,4 @@ def test_body_reading_the_shared_constant_is_refused_with_the_hand_edit(refuse):
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_edits_compile(cand, tmp_path: Path):
     for k in ("sq_sum", "scale"):
-        src = tmp_path / f"{k}.cu"
-        src.write_text(cand(TID, FILE, k)[0].new_text)
-        r = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / f"{k}.o")],
-                           capture_output=True, text=True, timeout=300)
-        assert r.returncode == 0, r.stderr
+        assert_compiles(cand(TID, FILE, k)[0].new_text, tmp=tmp_path, name=f"{k}.cu")

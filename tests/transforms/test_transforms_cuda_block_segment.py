@@ -10,7 +10,6 @@ The kernels are written here for these tests.
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import pytest
 
@@ -20,6 +19,7 @@ from htam_core.source.analysis import analyze
 from htam_core.source.analysis.contracts import block_segment_results, block_size_numerics
 from htam_core.transforms import registry
 from htam_core.transforms.base import NotApplicable
+from tests.support.nvcc_check import assert_compiles
 
 SCAN_MACRO = """
 #define BLOCK 512
@@ -259,8 +259,4 @@ def test_numerics_of_a_combine_it_cannot_place_are_not_taken_as_equal():
 @pytest.mark.parametrize("name", ["SCAN_MACRO", "SCAN_TEMPLATE", "SCAN_INPLACE", "BLOCK_MAX", "SCAN_SHUFFLE",
                                   "WARP_SCAN", "ELEMENTWISE", "ATOMIC_SUM", "STENCIL", "ROW_SUM_BCAST"])
 def test_the_kernels_are_valid_cuda(name, tmp_path):
-    src = tmp_path / "k.cu"
-    src.write_text("#include <cuda_runtime.h>\n#include <math.h>\n" + globals()[name])
-    res = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "k.o")],
-                         capture_output=True, text=True, check=False)
-    assert res.returncode == 0, res.stderr
+    assert_compiles("#include <cuda_runtime.h>\n#include <math.h>\n" + globals()[name], tmp=tmp_path, name="k.cu")

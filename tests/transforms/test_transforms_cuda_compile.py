@@ -4,7 +4,6 @@ on each kernel of the compilable fixtures), and transforms compose. Skipped with
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from transform_helpers import fixture_path
 from htam_core.source import load, parse_text
 from htam_core.transforms import registry
 from htam_core.transforms.base import NotApplicable
+from tests.support.nvcc_check import assert_compiles
 
 pytestmark = [
     pytest.mark.slow,
@@ -48,13 +48,7 @@ def _cases() -> list:
 
 
 def _nvcc(text: str, tmp_path: Path) -> None:
-    src = tmp_path / "cand.cu"
-    src.write_text(text)
-    p = subprocess.run(
-        ["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "cand.o")],
-        capture_output=True, text=True, timeout=180,
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert_compiles(text, tmp=tmp_path, name="cand.cu")
 
 
 @pytest.mark.parametrize("file,kernel,tid,index", _cases())

@@ -9,9 +9,10 @@ with nvcc.
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import pytest
+
+from tests.support.nvcc_check import assert_compiles
 
 TID = "cuda.vectorize_float4"
 FILE = "elementwise_lanes.cu"
@@ -178,8 +179,4 @@ def test_a_lane_without_its_own_index_is_caught(cand, tmp_path):
                          + [("dequant_int8_user.cu", "dequant_int8")])
 def test_compiles(cand, tmp_path, file, kernel):
     (c,) = cand(TID, file, kernel)
-    src = tmp_path / "cand.cu"
-    src.write_text(c.new_text)
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "cand.o")],
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert_compiles(c.new_text, tmp=tmp_path, name="cand.cu")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from htam_core.source import load, parse_text
 from htam_core.transforms import registry
 from htam_core.transforms.base import NotApplicable, apply_edits
 from htam_core.transforms.registry import diff_edits
+from tests.support.nvcc_check import assert_compiles
 from tests.support.workspace_fixtures import workspace
 
 REMAP, SMEM, REG = "cuda.flat_index_2d", "cuda.smem_tiling_matmul", "cuda.register_tile_matmul"
@@ -69,11 +69,7 @@ def _model(text: str, name: str = "flat.cu"):
 
 
 def _nvcc(text: str, tmp_path: Path, name: str = "cand.cu") -> None:
-    src = tmp_path / name
-    src.write_text(text)
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-x", "cu", "-c", str(src), "-o", str(src) + ".o"],
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert_compiles(text, flags=("-x", "cu"), tmp=tmp_path, name=name)
 
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")

@@ -7,7 +7,6 @@ pointer to ``const`` that is indexed for reads is a read of the pointer, not an 
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from htam_core.source.analysis import analyze
 from htam_core.source.api import parse_text
 from htam_core.transforms import registry
 from htam_core.transforms.base import NotApplicable
+from tests.support.nvcc_check import assert_compiles
 
 DEQUANT = """
 #include <cstdint>
@@ -131,11 +131,7 @@ def test_restrict_const_on_the_float4_view_compiles(tmp_path: Path) -> None:
         "WRITE_C", "reinterpret_cast<float4*>(c)[i]")
     model = parse_text(text, "cuda")
     (cand,) = registry.propose("cuda.restrict_const", model, model.kernel("add4"))  # type: ignore[misc]
-    path = tmp_path / "add4.cu"
-    path.write_text(cand.new_text)
-    res = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(path), "-o", str(tmp_path / "add4.o")],
-                         capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
+    assert_compiles(cand.new_text, tmp=tmp_path, name="add4.cu")
 
 
 def test_restrict_const_reads_the_short_restrict_spelling() -> None:

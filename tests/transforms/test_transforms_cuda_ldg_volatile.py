@@ -7,7 +7,6 @@ points to ordinary data and keeps its step."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from htam_core.source.analysis import analyze
 from htam_core.source.api import parse_text
 from htam_core.transforms import registry
 from htam_core.transforms.base import NotApplicable
+from tests.support.nvcc_check import assert_compiles
 
 WAIT = """
 #define VOL volatile
@@ -76,8 +76,4 @@ def test_the_step_compiles_next_to_a_volatile_flag(decl: str, tmp_path: Path) ->
     text = WAIT.replace("FLAG_DECL", decl)
     model = parse_text(text, "cuda")
     (cand,) = registry.propose("cuda.ldg", model, model.kernel("wait_then_copy"))  # type: ignore[misc]
-    path = tmp_path / "wait.cu"
-    path.write_text(cand.new_text)
-    res = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(path), "-o", str(tmp_path / "wait.o")],
-                         capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
+    assert_compiles(cand.new_text, tmp=tmp_path, name="wait.cu")

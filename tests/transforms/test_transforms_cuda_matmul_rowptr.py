@@ -13,13 +13,14 @@ make every summation order give the same sums, so the outputs must be equal. The
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import pytest
 from cpu_emulation import compiler, run_block_main
 from transform_helpers import facts_of_text as _facts
 from transform_helpers import fixture_path
 from transform_helpers import global_reads as _global_reads
+
+from tests.support.nvcc_check import assert_compiles
 
 FILE = "matmul_rowptr_variants.cu"
 SMEM, REG = "cuda.smem_tiling_matmul", "cuda.register_tile_matmul"
@@ -129,11 +130,7 @@ def test_rewrites_compute_the_original_outputs_on_the_cpu(tid, which, cand, tmp_
 def test_rewrites_compile_with_nvcc(tid, cand, tmp_path):
     for kernel in ("linear_rowptr", "mm_arow"):
         for i, c in enumerate(cand(tid, FILE, kernel)):
-            src = tmp_path / f"{kernel}_{i}.cu"
-            src.write_text(c.new_text)
-            p = subprocess.run(["nvcc", "-c", "-arch=sm_90", "-std=c++17", "-o", str(src.with_suffix(".o")), str(src)],
-                               capture_output=True, text=True, timeout=300)
-            assert p.returncode == 0, p.stderr[-2000:]
+            assert_compiles(c.new_text, flags=("-std=c++17",), tmp=tmp_path, name=f"{kernel}_{i}.cu")
 
 
 def test_the_coalescing_swap_and_the_tiles_compose(cand):

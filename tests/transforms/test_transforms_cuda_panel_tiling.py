@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from htam_core.source import load, parse_text
 from htam_core.source.analysis.callees import device_callees
 from htam_core.transforms import registry
 from htam_core.transforms.base import NotApplicable
+from tests.support.nvcc_check import nvcc_check
 from tests.transforms.cpu_emulation import compiler, run_block_main
 
 TID = "cuda.smem_panel_tiling"
@@ -176,11 +176,9 @@ def test_staged_helper_gives_the_same_outputs_on_the_cpu(tmp_path):
 def test_candidates_compile_without_spills(name, kernel, tmp_path):
     _, cs = _propose(name, kernel)
     for c in cs:
-        src = tmp_path / "cand.cu"
-        src.write_text(c.new_text + ("\ntemplate void launch_with<naive_dot>(float *, const float *, int, int, int, int);\n"
-                                     if kernel == "scores_t" else ""))
-        p = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-c", "-Xptxas", "-v", str(src), "-o",
-                            str(tmp_path / "cand.o")], capture_output=True, text=True, timeout=300)
+        text = c.new_text + ("\ntemplate void launch_with<naive_dot>(float *, const float *, int, int, int, int);\n"
+                             if kernel == "scores_t" else "")
+        p = nvcc_check(text, flags=("-std=c++17", "-Xptxas", "-v"), tmp=tmp_path, name="cand.cu")
         assert p.returncode == 0, p.stderr[-3000:]
         assert " 0 bytes spill stores" in p.stderr, p.stderr[-2000:]
 
@@ -206,11 +204,9 @@ def test_llmc_trimat_naive_gets_the_panels_and_compiles(tmp_path):
         assert text[d.span.start:d.span.end] in cs[0].new_text
     if shutil.which("nvcc") is None:
         return
-    src = tmp_path / "trimat_forward.cu"
-    src.write_text(cs[0].new_text)
     stub = llmc.cublas_stub(tmp_path / "stub")
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-c", "-Xptxas", "-v", f"-I{stub}", str(src), "-o",
-                        str(tmp_path / "t.o")], capture_output=True, text=True, timeout=600)
+    p = nvcc_check(cs[0].new_text, flags=("-std=c++17", "-Xptxas", "-v"), includes=(stub,), tmp=tmp_path,
+                   name="trimat_forward.cu")
     assert p.returncode == 0, p.stderr[-3000:]
     naive = p.stderr.split("matmul_tri_naive")[-1]
     assert " 0 bytes spill stores" in naive and "bytes smem" in naive, naive[:1500]

@@ -15,6 +15,7 @@ import pytest
 from htam_core.source import load, parse_text
 from htam_core.transforms import registry
 from htam_core.transforms.base import NotApplicable
+from tests.support.nvcc_check import assert_compiles
 
 TID = "cuda.sequential_addressing"
 RV = "reduction_variants.cu"
@@ -40,13 +41,7 @@ INTERLEAVED = """    for (unsigned int s = 1; s < blockDim.x; s *= 2) {
 def _nvcc(text: str, tmp_path: Path) -> None:
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not installed")
-    src = tmp_path / "cand.cu"
-    src.write_text(text)
-    p = subprocess.run(
-        ["nvcc", "-arch=sm_90", "-cubin", "-o", str(tmp_path / "cand.cubin"), str(src)],
-        capture_output=True, text=True, timeout=180,
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert_compiles(text, tmp=tmp_path, name="cand.cu")
 
 
 def test_suite_kernel_gets_exactly_the_sequential_loop():

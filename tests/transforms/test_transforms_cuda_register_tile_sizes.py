@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import shutil
-import subprocess
 
 import pytest
 from cpu_emulation import compiler, run_block_main
@@ -18,6 +17,7 @@ from transform_helpers import fixture_path
 from htam_core.source import load
 from htam_core.source.analysis.device_queries import REFERENCE_SM_COUNT
 from htam_core.transforms.cuda_register_tiling import CONFIGS, SMALL, KnownSides, choose_configs
+from tests.support.nvcc_check import assert_compiles
 
 TID = "cuda.register_tile_matmul"
 FILE = "matmul_known_sides.cu"
@@ -107,10 +107,7 @@ def test_every_offered_tile_matches_the_original_on_the_cpu(m, n, k, tmp_path, c
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not available")
 def test_every_offered_tile_compiles(tmp_path, cand):
     for i, c in enumerate(cand(TID, FILE, "bmm_small")):
-        (tmp_path / f"k{i}.cu").write_text(c.new_text)
-        p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(tmp_path / f"k{i}.cu"), "-o", str(tmp_path / f"k{i}.o")],
-                           capture_output=True, text=True, timeout=300)
-        assert p.returncode == 0, p.stderr[-2000:]
+        assert_compiles(c.new_text, tmp=tmp_path, name=f"k{i}.cu")
 
 
 def test_the_fixture_sides_are_what_the_analysis_reads():

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ import pytest
 from htam_core.source import load
 from htam_core.transforms import registry
 from htam_core.transforms.base import NotApplicable
+from tests.support.nvcc_check import nvcc_check
 
 TID = "cuda.register_tile_matmul"
 VARIANTS = "matmul_register_variants.cu"
@@ -100,10 +100,7 @@ def test_the_suite_candidates_compile_without_spills(tmp_path):
     """Both configurations build for sm_90 with ptxas reporting no register spills."""
     model = load(str(SUITE))
     for i, c in enumerate(registry.propose(TID, model, model.kernel("sgemm_naive"))):  # type: ignore[arg-type]
-        src = tmp_path / f"c{i}.cu"
-        src.write_text(c.new_text)
-        p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / f"c{i}.o"), "-Xptxas", "-v"],
-                           capture_output=True, text=True, timeout=180)
+        p = nvcc_check(c.new_text, flags=("-Xptxas", "-v"), tmp=tmp_path, name=f"c{i}.cu")
         assert p.returncode == 0, p.stderr[-2000:]
         assert "0 bytes spill stores" in p.stderr
 

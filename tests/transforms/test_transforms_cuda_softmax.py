@@ -9,7 +9,6 @@ kernel, and it compiles with nvcc (test_transforms_cuda_compile.py compiles ever
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from transform_helpers import fixture_path
 from htam_core.source import parse_text
 from htam_core.transforms import registry
 from htam_core.transforms.base import NotApplicable
+from tests.support.nvcc_check import assert_compiles
 
 TID = "cuda.online_softmax"
 VARIANTS = "softmax_variants.cu"
@@ -89,8 +89,4 @@ def test_online_refusals(refuse, file, kernel, needle):
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_the_composed_warp_kernels_compile(tmp_path: Path):
     for file, kernel in [(CORPUS, "softmax_row_per_thread"), (VARIANTS, "softmax_if_double")]:
-        src = tmp_path / f"{kernel}.cu"
-        src.write_text(_chain(file, kernel, ["cuda.warp_per_row", TID]))
-        p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / f"{kernel}.o")],
-                           capture_output=True, text=True, timeout=180)
-        assert p.returncode == 0, p.stderr[-2000:]
+        assert_compiles(_chain(file, kernel, ["cuda.warp_per_row", TID]), tmp=tmp_path, name=f"{kernel}.cu")

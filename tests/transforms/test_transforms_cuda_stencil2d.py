@@ -19,6 +19,7 @@ from transform_helpers import only_candidate
 
 from htam_core.source import load, parse_text
 from htam_core.transforms import registry
+from tests.support.nvcc_check import assert_compiles
 
 FOLDER = ROOT / "stencil_tile_2d"
 ID = "cuda.stencil_smem_tile"
@@ -86,10 +87,7 @@ def _run(text: str, kernel: str, call: str, block: tuple[int, int], size: tuple[
 
 
 def _nvcc_ok(text: str, tmp) -> None:
-    (tmp / "k.cu").write_text(text)
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(tmp / "k.cu"), "-o", str(tmp / "k.o")],
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-2000:]
+    assert_compiles(text, tmp=tmp, name="k.cu")
 
 
 def test_every_spelling_of_the_folder_is_run_here():

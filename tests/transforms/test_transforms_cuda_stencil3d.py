@@ -18,6 +18,7 @@ from transform_helpers import only_candidate
 from htam_core.memory.facts import compute_facts
 from htam_core.source import parse_text
 from htam_core.transforms import registry
+from tests.support.nvcc_check import assert_compiles
 
 ID = "cuda.stencil_smem_tile"
 
@@ -139,10 +140,7 @@ def test_the_3d_tile_compiles(name, tmp_path):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not installed")
     text, kernel, _, _, _ = KERNELS[name]
-    (tmp_path / "k.cu").write_text(only_candidate(ID, text, kernel).new_text)
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(tmp_path / "k.cu"), "-o", str(tmp_path / "k.o")],
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-2000:]
+    assert_compiles(only_candidate(ID, text, kernel).new_text, tmp=tmp_path, name="k.cu")
 
 
 def test_an_unguarded_3d_halo_load_is_caught(tmp_path):

@@ -19,6 +19,7 @@ from htam_core.source import parse_text
 from htam_core.source.analysis import analyze
 from htam_core.source.analysis.facts import sym
 from htam_core.transforms import registry
+from tests.support.nvcc_check import assert_compiles
 
 ID = "cuda.stencil_smem_tile"
 
@@ -137,10 +138,7 @@ def test_a_clamped_tile_compiles(name, tmp_path):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not installed")
     text, kernel, _, _, _ = KERNELS[name]
-    (tmp_path / "k.cu").write_text(only_candidate(ID, text, kernel).new_text)
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(tmp_path / "k.cu"), "-o", str(tmp_path / "k.o")],
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-2000:]
+    assert_compiles(only_candidate(ID, text, kernel).new_text, tmp=tmp_path, name="k.cu")
 
 
 def test_an_unclamped_halo_load_is_caught(tmp_path):

@@ -14,6 +14,8 @@ import pytest
 from transform_helpers import facts_of_text as _facts
 from transform_helpers import fixture_path
 
+from tests.support.nvcc_check import assert_compiles
+
 TID = "cuda.vectorize_float4"
 FILE = "vector_loop_typed.cu"
 
@@ -134,7 +136,6 @@ def test_template_elements_of_12_and_32_bytes_compile(tmp_path):
     # the generic form wrote 16 / sizeof(T) and alignas(htam_V * sizeof(T)): 1 element and alignas(12) for a
     # 12-byte struct, 0 elements for a 32-byte one; neither compiled
     import shutil
-    import subprocess
 
     from htam_core.source import parse_text
     from htam_core.transforms import registry
@@ -144,8 +145,4 @@ def test_template_elements_of_12_and_32_bytes_compile(tmp_path):
     m = parse_text(_ODD_SIZES, "cuda", str(tmp_path / "odd.cu"))
     cands = registry.propose(TID, m, m.kernel("copy_t"))
     assert isinstance(cands, list) and cands, cands
-    src = tmp_path / "odd_v.cu"
-    src.write_text(cands[0].new_text)
-    r = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "odd.o")],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
+    assert_compiles(cands[0].new_text, tmp=tmp_path, name="odd_v.cu")

@@ -8,7 +8,6 @@ unit would write it (the generic form's other sizes are tested in ``test_transfo
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ import pytest
 from htam_core.source import parse_text
 from htam_core.transforms import registry
 from htam_core.transforms.base import Candidate
+from tests.support.nvcc_check import assert_compiles
 
 TID = "cuda.vectorize_float4"
 
@@ -60,11 +60,7 @@ def _one(text: str, kernel: str, tmp_path: Path) -> Candidate:
 def _compiles(text: str, tmp_path: Path) -> None:
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc not installed")
-    src = tmp_path / "v.cu"
-    src.write_text(text)
-    r = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "v.o")],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
+    assert_compiles(text, tmp=tmp_path, name="v.cu")
 
 
 def test_row_loop_of_a_template_launched_as_float_stays_generic(tmp_path):

@@ -8,7 +8,6 @@ reorders float sums. Every candidate is compiled with nvcc here (the reduction f
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import pytest
 from gpu_equivalence import call_host, torch_cuda
@@ -18,6 +17,7 @@ from transform_helpers import fixture_path
 from htam_core.source import load, parse_text
 from htam_core.transforms import registry
 from htam_core.transforms.base import NotApplicable
+from tests.support.nvcc_check import assert_compiles
 
 TID = "cuda.warp_shuffle_finish"
 RV = "reduction_variants.cu"
@@ -90,11 +90,7 @@ def test_a_32_thread_block_is_refused(tmp_path):
 def test_candidates_compile(file, kernel, tmp_path):
     model = load(str(fixture_path(file)))
     (c,) = registry.propose(TID, model, model.kernel(kernel))  # type: ignore[misc]
-    src = tmp_path / "c.cu"
-    src.write_text(c.new_text)
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "c.o")],
-                       capture_output=True, text=True, timeout=180)
-    assert p.returncode == 0, p.stderr[-2000:]
+    assert_compiles(c.new_text, tmp=tmp_path, name="c.cu")
 
 
 # ---------------------------------------------------------------- a block size known only at run time

@@ -8,7 +8,6 @@ line. Kernels and macros written for these tests."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ import pytest
 from htam_core.source import load
 from htam_core.transforms import registry
 from htam_core.transforms.base import Candidate, NotApplicable, apply_edits
+from tests.support.nvcc_check import assert_compiles
 from tests.support.workspace_fixtures import workspace
 
 KERNELS = """#include <cuda_runtime.h>
@@ -94,9 +94,7 @@ def _compile(tmp: Path, files: dict[str, str], host: str) -> None:
     shutil.rmtree(out, ignore_errors=True)
     workspace(out, files)
     for name in ("k.cu", host):
-        p = subprocess.run(["nvcc", "-arch=sm_90", "-I", str(out), "-c", str(out / name), "-o", str(out / name) + ".o"],
-                           capture_output=True, text=True, timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
+        assert_compiles(out / name, includes=(out,), context=name)
 
 
 @pytest.mark.parametrize("host", list(LAYOUTS))

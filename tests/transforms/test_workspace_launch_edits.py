@@ -17,6 +17,7 @@ from htam_core.source import load
 from htam_core.source.workspace import find_launches
 from htam_core.transforms import registry
 from htam_core.transforms.base import Candidate, apply_edits
+from tests.support.nvcc_check import assert_compiles
 from tests.support.workspace_fixtures import (
     CUPY_PY,
     LOAD_INLINE_PY,
@@ -47,12 +48,7 @@ def _written(path: Path, cand: Candidate) -> dict[str, str]:
 
 
 def _nvcc(tmp: Path, name: str, text: str, *extra: str) -> None:
-    src = tmp / "out" / name
-    src.parent.mkdir(exist_ok=True)
-    src.write_text(text)
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-x", "cu", "-c", str(src), "-o", str(src) + ".o", *extra],
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert_compiles(text, flags=("-x", "cu", *extra), tmp=tmp / "out", name=name)
 
 
 def _pick(cands: list[Candidate], **params: object) -> Candidate:

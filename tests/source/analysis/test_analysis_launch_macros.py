@@ -4,7 +4,6 @@ the harness inference from main(), and steps that would edit the launch (refused
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import pytest
 
@@ -12,6 +11,7 @@ from htam_core.harness.infer_cuda import infer_cuda_harness
 from htam_core.source.analysis.launch_macros import launch_macro_uses, launch_view
 from htam_core.source.api import parse_text
 from htam_core.transforms.registry import propose
+from tests.support.nvcc_check import assert_compiles
 
 KERNEL = """__global__ void scale(const float *x, float *y, float s, int n)
 {
@@ -118,11 +118,7 @@ def test_steps_offered_through_the_macro_compile(tmp_path, define: str, use: str
     for k, c in enumerate(cands):
         # a #define that computes the grid keeps the use as written; one that passes it gets its grid argument capped
         assert use in c.new_text if use.startswith("LAUNCH") else f"htam_sm_grid({grid}, " in c.new_text
-        f = tmp_path / f"c{k}.cu"
-        f.write_text(c.new_text)
-        r = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(f), "-o", str(tmp_path / f"c{k}.o")],
-                           capture_output=True, text=True, check=False)
-        assert r.returncode == 0, r.stderr[-2000:]
+        assert_compiles(c.new_text, tmp=tmp_path, name=f"c{k}.cu")
 
 
 def test_the_site_says_it_is_written_through_the_macro() -> None:

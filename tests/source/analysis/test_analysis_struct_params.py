@@ -6,7 +6,6 @@ fields refuses in one line. Kernels written for these tests."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import pytest
 
@@ -14,6 +13,7 @@ from htam_core.memory.facts import compute_facts
 from htam_core.source import parse_text
 from htam_core.source.analysis import analyze
 from htam_core.transforms import registry
+from tests.support.nvcc_check import assert_compiles
 
 KERNEL = """
 __global__ void sumsq(PARAM) {
@@ -105,10 +105,7 @@ def test_the_privatized_atomic_is_made_and_compiles(tmp_path):
     assert "p.out" in cs[0].new_text and cs[0].new_text.count("atomicAdd(") == 1
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not installed")
-    (tmp_path / "k.cu").write_text(cs[0].new_text)
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(tmp_path / "k.cu"), "-o", str(tmp_path / "k.o")],
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-2000:]
+    assert_compiles(cs[0].new_text, tmp=tmp_path, name="k.cu")
 
 
 NESTED = """struct Buf { float *data; int len; };

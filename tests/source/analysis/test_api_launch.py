@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 
 import pytest
 
@@ -15,6 +14,7 @@ from htam_core.cli.main import main
 from htam_core.source.analysis.unit import cuda_source
 from htam_core.source.api import parse_text
 from tests.support.api_launches import SPELLINGS, program
+from tests.support.nvcc_check import assert_compiles
 
 
 def _kernel(text: str, name: str = "scale"):
@@ -83,11 +83,7 @@ def test_the_launch_goes_to_the_kernel_it_names() -> None:
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 @pytest.mark.parametrize("name", list(SPELLINGS))
 def test_each_program_compiles(tmp_path, name: str) -> None:
-    src = tmp_path / "api.cu"
-    src.write_text(program(name))
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "api.o")], capture_output=True,
-                       text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-2000:]
+    assert_compiles(program(name), tmp=tmp_path, name="api.cu")
 
 
 def test_htam_kernels_lists_the_launch(tmp_path, capsys) -> None:

@@ -9,7 +9,6 @@ The kernels are written here for these tests.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from htam_core.source.analysis import analyze
 from htam_core.source.analysis.contracts import block_extent_results, block_segment_results
 from htam_core.transforms import registry
 from htam_core.transforms.base import NotApplicable
+from tests.support.nvcc_check import assert_compiles
 
 HEAD = "#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n#define BLOCK 512\n"
 LAUNCH = "\nvoid run(const float* in, float* out, int n) { k<<<(n + BLOCK - 1) / BLOCK, BLOCK>>>(in, out, n); }\n"
@@ -165,10 +165,7 @@ def test_the_kernels_are_valid_cuda(tmp_path: Path) -> None:
     src = "#include <cuda_runtime.h>\n" + "\n".join(
         _launch_free_src(b).replace("void k(", f"void k_{n}(").replace("k<<<", f"k_{n}<<<")
         .replace("void run(", f"void run_{n}(").replace(HEAD, "") for n, b in bodies.items())
-    (tmp_path / "k.cu").write_text(HEAD + src)
-    res = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(tmp_path / "k.cu"), "-o", str(tmp_path / "k.o")],
-                         capture_output=True, text=True, check=False)
-    assert res.returncode == 0, res.stderr
+    assert_compiles(HEAD + src, tmp=tmp_path, name="k.cu")
 
 
 @pytest.mark.parametrize("name", sorted(set(BLOCK_PLACED) - {"divided_start"}))

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 import textwrap
 
 import pytest
@@ -13,6 +12,7 @@ from htam_core.source import Document, parse_text
 from htam_core.source.model import SourceModel
 from htam_core.transforms.base import NotApplicable
 from htam_core.transforms.registry import propose
+from tests.support.nvcc_check import assert_compiles
 
 BODY = "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= s; }"
 
@@ -189,11 +189,7 @@ def test_vectorize_changes_only_the_launch_of_the_chosen_kernel() -> None:
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_fixtures_compile(tmp_path) -> None:
     for i, src in enumerate(ALL):
-        f = tmp_path / f"k{i}.cu"
-        f.write_text(textwrap.dedent(src).lstrip("\n"))
-        r = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(f), "-o", str(tmp_path / f"k{i}.o")],
-                           capture_output=True, text=True)
-        assert r.returncode == 0, (i, r.stderr)
+        assert_compiles(textwrap.dedent(src).lstrip("\n"), tmp=tmp_path, name=f"k{i}.cu", context=i)
 
 
 def test_known_scalar_types_break_a_tie_only_when_every_argument_is_known() -> None:
