@@ -229,6 +229,7 @@ class _Loop:
         self._variants_left: tuple[Choice, list[Any]] | None = None
         self._siblings: tuple[Choice, list[Any]] | None = None  # tried next against its parent (_sibling_step)
         self.dead: set[tuple[str, str]] = set()  # (text hash, strategy) with nothing new to propose
+        self._placed_models: dict[str, Any] = {}  # text hash -> its model at the original's place (_placed)
         self.not_made: list[NotMade] = []  # ranked steps passed over, with the refusal reason (for the report)
         self._not_made_seen: set[tuple[str, str]] = set()
         # LLM engine: evaluations made by the repair check, reused when the candidate comes back (text hash ->
@@ -365,22 +366,42 @@ class _Loop:
         return CheckResult(True, "")
 
     def _choices(self, ev: Evaluation, prefix: list[str]) -> list[Choice]:
-        kernel = self._kernel_of(ev)
+        kernel, model = self._kernel_of(ev), self._placed(ev)
         if self.task.policy == "random":
-            return random_choices(self.kb, self.ranker, kernel, ev.profile, self.rng, ev.model)
+            return random_choices(self.kb, self.ranker, kernel, ev.profile, self.rng, model)
         if self.task.policy == "exhaustive":
-            return all_choices(self.kb, self.ranker, kernel, ev.profile, ev.model)
+            return all_choices(self.kb, self.ranker, kernel, ev.profile, model)
         state = state_from_profile(ev.profile) if ev.profile else {}
-        return htam_choices(self.ranker, state, prefix, kernel, ev.profile, model=ev.model,
+        return htam_choices(self.ranker, state, prefix, kernel, ev.profile, model=model,
                             fingerprint=self.fingerprint)
 
     def _kernel_of(self, ev: Evaluation) -> Kernel:
-        if ev.model is not None:
+        model = self._placed(ev)
+        if model is not None:
             try:
-                return ev.model.kernel(self.task.kernel)
+                return model.kernel(self.task.kernel)
             except KeyError:
                 pass
         return self.kernel
+
+    def _placed(self, ev: Evaluation) -> Any:
+        """``ev``'s source model read at the task's file's place: its text under the original's path, as the
+        generator reads it (:class:`GenerationRequest` ``path``), so that the facts the ranking reads from the
+        workspace are the original's. A candidate is written under ``--out`` (``candidates/<label>/``), where
+        no program launches it: a kernel in a header, launched from the ``.cu`` file that includes it, would
+        lose its launch there (the block a 2-D stencil tile is sized by, :func:`~htam_core.source.workspace.launch_unit`),
+        and steps that need it would not be ranked though the generator makes them. Cached by text; ``None``
+        without a model; the model itself when it cannot be re-read."""
+        m = ev.model
+        if m is None or not m.path or Path(m.path).resolve() == self.path.resolve():
+            return m
+        key = _text_hash(m.text)
+        if key not in self._placed_models:
+            try:
+                self._placed_models[key] = parse_text(m.text, m.file_language, str(self.path.resolve()))
+            except SourceError:
+                self._placed_models[key] = m
+        return self._placed_models[key]
 
     def _on_wait(self, line: str) -> None:
         """Progress while the LLM request waits ("waiting for <model> at <url>: 12 s of 60 s")."""
@@ -445,7 +466,7 @@ class _Loop:
             if self.task.policy == "htam" and not llm and len(fresh) > 1:
                 state = state_from_profile(ev.profile) if ev.profile else {}
                 fresh, informed = order_variants_scored(self.ranker, state, prefix, choice.strategy, fresh,
-                                                          self._kernel_of(ev), ev.profile, ev.model)
+                                                          self._kernel_of(ev), ev.profile, self._placed(ev))
             if not llm and hasattr(self.evaluator, "prefetch"):
                 for other in fresh[1:1 + PREFETCH_VARIANTS]:  # the next variants compile while this one verifies
                     self.evaluator.prefetch(other.code)
@@ -899,7 +920,7 @@ class _Loop:
                 ev: Evaluation) -> None:
         if not self.task.record or rec.status in NOT_LEARNED:
             return
-        state = state_of_kernel(parent.profile, self._kernel_of(parent), parent.model) if parent.profile else {}
+        state = state_of_kernel(parent.profile, self._kernel_of(parent), self._placed(parent)) if parent.profile else {}
         device = (ev.profile or parent.profile).device if (ev.profile or parent.profile) else "unknown"
         if self.gpu and rec.status == "win":  # learned after the fresh re-timing of the best (_flush_wins)
             self._pending_wins.append((list(prefix), state, choice.strategy, rec, device))

@@ -30,6 +30,7 @@ from htam_core.harness.spec import (
     parse_kernel_table,
 )
 from htam_core.source import load
+from htam_core.source.included import included_kernels
 from htam_core.types.language import traits
 from htam_core.verify.correctness import CorrectnessResult, VerifiedOn
 from htam_core.verify.guards import GuardFinding, check_source, labels, refused_by
@@ -175,21 +176,62 @@ def against_start(candidate: Path, start: str | Path, kernel: str | None = None)
     tests); its reference is replaced by the starting kernel itself: both files' launchers run on the same
     inputs, seeds and guards, and the candidate must match ``start``'s outputs.
 
+    A ``start`` that only launches the kernel, defined in a local header it includes (``naive.cu`` with
+    ``#include "dwconv.cuh"``), stands for that header (:func:`_start_kernel`): the candidate is checked against the
+    header's kernel on the launch inferred from ``start``'s ``main()``.
+
     Raises:
         HarnessError: ``start`` is missing, or its harness is a KernelBench pair or a ``main()`` program (those
             have their own reference: use ``--reference`` / the pair).
     """
-    sp = Path(start).resolve()
-    if not sp.is_file():
+    given = Path(start).resolve()
+    if not given.is_file():
         raise HarnessError(f"--against {start}: no such file; pass the starting kernel's file")
-    name = _pick_kernel(sp, kernel, None)
+    sp, name = _start_kernel(given, kernel)
     h = find_harness(sp, name)
     if not h.traits.launches:
         raise HarnessError(f"--against {sp.name}: its harness is a {h.kind} harness, which has its own reference; "
                            "--against needs a launcher or kernel-launch harness (htam.toml, or inferred from the file)")
+    via = f" (--against {given.name})" if sp != given else " (--against)"
     return dataclasses.replace(h, path=str(candidate), reference=None, oracle_path=str(sp), origin_path=str(sp),
                                source=f"{h.source.split('; reference')[0].split('; oracle')[0]}; "
-                                      f"oracle: the starting kernel {sp.name} (--against)")
+                                      f"oracle: the starting kernel {sp.name}{via}")
+
+
+def _start_kernel(start: Path, kernel: str | None) -> tuple[Path, str]:
+    """The file that defines the starting kernel, and its name: ``start`` itself when it defines ``kernel`` (or,
+    with no ``kernel``, any kernel), else the local header it includes that does (``naive.cu`` whose ``main()``
+    launches the kernel of ``#include "dwconv.cuh"``: :func:`~htam_core.source.included.included_kernels`). The
+    header's harness is then the kernel-launch harness inferred from ``start``'s ``main()``
+    (:mod:`htam_core.harness.infer_host`), the one ``htam optimize dwconv.cuh`` runs, so the candidate is checked
+    kernel against kernel instead of against a program run whole.
+
+    Raises:
+        HarnessError: no kernel to pick (:func:`_pick_kernel`'s messages).
+    """
+    names = _kernel_names(start)
+    if (kernel and kernel in names) or (not kernel and names):
+        return start, _pick_kernel(start, kernel, None)
+    home = _header_defining(start, kernel)
+    if home is None:
+        return start, _pick_kernel(start, kernel, None)
+    return home, _pick_kernel(home, kernel, None)
+
+
+def _header_defining(path: Path, kernel: str | None) -> Path | None:
+    """The first local header ``path`` includes that defines ``kernel`` (with no ``kernel``: the only header that
+    defines kernels), or ``None`` (none, or ``path`` cannot be read)."""
+    try:
+        found = included_kernels(load(path))
+    except Exception:  # noqa: BLE001 - a file the source model cannot read includes no header we can use
+        return None
+    if kernel is None:
+        return Path(found[0].path).resolve() if len(found) == 1 else None
+    short = kernel.split("(")[0].split("::")[-1]
+    for h in found:
+        if any(n == kernel or n.split("(")[0].split("::")[-1] == short for n in h.names):
+            return Path(h.path).resolve()
+    return None
 
 
 def resolve_harness(candidate: str | Path, *, harness_path: str | Path | None = None,

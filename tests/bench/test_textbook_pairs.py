@@ -131,3 +131,34 @@ def test_a_kernel_no_included_header_defines_is_not_found(tmp_path: Path) -> Non
     (tmp_path / "naive.cu").write_text(PLANE_MAIN.replace("INCLUDE", "other.cuh"))
     row = tb.static_facts(tmp_path / "naive.cu", "blur", ("stencil_smem_tile",), tmp_path, tmp_path / "cache", False)
     assert row["error"] == "kernel blur not found"
+
+
+def test_the_expert_of_a_header_pair_is_verified_against_the_headers_kernel(tmp_path: Path, monkeypatch) -> None:
+    """The bench's expert check (``htam verify expert.cu --against naive.cu``) on a pair whose ``naive.cu`` only
+    launches the header's kernel resolves to the kernel-launch harness the search runs on the header (oracle: the
+    header), so the expert is verified and then timed, not refused as a ``main()`` program."""
+    from htam_core.verify.check import resolve_harness
+
+    folder = tmp_path / "pairs" / "blur"
+    folder.mkdir(parents=True)
+    (folder / "blur.cuh").write_text(PLANE_HEADER)
+    (folder / "naive.cu").write_text(PLANE_MAIN.replace("INCLUDE", "blur.cuh"))
+    (folder / "expert.cu").write_text(PLANE_MAIN.replace('#include "INCLUDE"', PLANE_HEADER.replace("#pragma once", "")))
+    searched: list[Path] = []
+    monkeypatch.setattr(tb, "engine_row", lambda path, *a: searched.append(path) or {"naive_ms": 1.0, "best_ms": 1.0})
+    harnesses = []
+
+    def cli(args: list[str], timeout_s: float = 900.0):
+        if args[0] == "profile":
+            return {"time_ms": {"median": 0.5}}, ""
+        h = resolve_harness(args[1], against=args[args.index("--against") + 1], kernel=args[args.index("--kernel") + 1])
+        harnesses.append(h)
+        return {"correct": True}, ""
+
+    monkeypatch.setattr(tb, "_cli_json", cli)
+    pair = tb.Pair("blur", "", "blur", ("expert.cu",), ("stencil_smem_tile",))
+    row = tb.own_gpu(pair, folder, tmp_path / "work", 3, 5, str(tmp_path / "mem.json"))
+    assert [p.name for p in searched] == ["blur.cuh"]
+    [h] = harnesses
+    assert h.traits.launches and Path(h.oracle_path) == searched[0].resolve() and Path(h.path).name == "expert.cu"
+    assert row["expert_ms"] == 0.5 and "expert_note" not in row
