@@ -165,6 +165,9 @@ def minimal_env(
     return env
 
 
+#: Seconds between checks of whether the worker is still alive while waiting for its reply.
+_EXIT_POLL_S = 0.25
+
 class WorkerPool:
     """One persistent worker process, started lazily and restarted after a fatal failure.
 
@@ -343,7 +346,11 @@ class WorkerPool:
 
     # -- I/O -------------------------------------------------------------------------------
     def _read_message(self, timeout_s: float | None) -> Any:
-        """Read one JSON line from the worker. Returns the object, ``_TIMEOUT`` or ``_EOF``."""
+        """Read one JSON line from the worker. Returns the object, ``_TIMEOUT`` or ``_EOF``.
+
+        The worker's exit is watched too (every :data:`_EXIT_POLL_S`), not only the pipe's end: processes the worker
+        forked inherit its stdout, so a worker that dies while they live would show no end of file until the last
+        of them exits, and its crash would be reported as a timeout after the whole limit."""
         assert self._proc is not None and self._proc.stdout is not None
         fd = self._proc.stdout.fileno()
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
@@ -353,8 +360,11 @@ class WorkerPool:
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
                 if remaining is not None and remaining <= 0:
                     return _TIMEOUT
-                if not sel.select(remaining):
-                    return _TIMEOUT
+                wait = _EXIT_POLL_S if remaining is None else min(remaining, _EXIT_POLL_S)
+                if not sel.select(wait):
+                    if self._proc.poll() is not None and not sel.select(0):
+                        return _EOF  # the worker is gone and wrote nothing more: a crash, whoever holds the pipe
+                    continue
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
                     return _EOF

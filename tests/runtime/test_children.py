@@ -203,7 +203,9 @@ def test_kill_tree_stops_a_fork_loop() -> None:
 def test_processes_of_a_candidate_that_kills_its_worker_are_killed(tmp_path: Path) -> None:
     pid_file = tmp_path / "pids"
     with WorkerPool("fork-crash", sys_path=[FIX]) as pool:
-        r = pool.run("fork_targets:fork_and_crash", {"n": 6, "pid_file": str(pid_file)}, timeout_s=60)
+        # the sleepers (60 s) hold the worker's stdout: the crash is seen from the worker's exit, not the pipe's end
+        # (a limit below their sleep: read from the pipe alone, the crash would be reported as a timeout)
+        r = pool.run("fork_targets:fork_and_crash", {"n": 6, "pid_file": str(pid_file)}, timeout_s=20)
         assert not r.ok and r.error.kind == "crash" and "status 3" in r.error.message, r.error
     pids = [int(p) for p in pid_file.read_text().split()]
     time.sleep(0.5)

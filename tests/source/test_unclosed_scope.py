@@ -96,3 +96,25 @@ def test_nvcc_agrees(tmp_path: Path, half: bool) -> None:
     for spelling in SPELLINGS:
         err = nvcc_error(textwrap.dedent(_file(spelling, half=half)[0]), tmp=tmp_path, name=f"{spelling}.cu")
         assert (err == "") != half, (spelling, err)
+
+
+def test_a_kernel_half_typed_inside_a_host_function_is_blamed_not_the_complete_one_before_it():
+    """``__global__ void k(float* y) {`` typed inside a host launcher of a namespace takes the rest of the file
+    (the namespace's ``}`` included): the complete kernel before it stays complete; the ``__global__`` inside a
+    function body is the sign of the half-typed one (a kernel cannot be defined in a function)."""
+    text = textwrap.dedent("""\
+        namespace ops {
+        __global__ void scale(float* y, int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) y[i] *= 2.f;
+        }
+        void launch(float* y, int n) {
+        __global__ void k(float* y) {
+            scale<<<(n + 255) / 256, 256>>>(y, n);
+        }
+        }
+        """)
+    model = parse_text(text, "cuda")
+    scale = next(k for k in model.kernels if k.name == "scale")
+    assert not scale.incomplete, scale.parse_problem
+    assert scale.parse_problem is None

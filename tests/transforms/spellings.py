@@ -218,13 +218,16 @@ else:
 """
 
 
-def triton_interpreter_error(sp: Spelling, text: str, device: str = "cpu") -> str:
-    """``""`` when ``text``'s host launcher (``sp.host``, a Python function of the module) gives the start's outputs
-    under the Triton interpreter (``TRITON_INTERPRET=1``, CPU tensors, the step's ``gpu.args``), else why not.
-    With ``device="cuda"`` both run compiled by Triton on the GPU instead (no interpreter).
+def triton_interpreter_errors(sp: Spelling, texts: list[str], device: str = "cpu") -> str:
+    """``""`` when each of ``texts``' host launchers (``sp.host``, a Python function of the module) gives the start's
+    outputs under the Triton interpreter (``TRITON_INTERPRET=1``, CPU tensors, the step's ``gpu.args``), else why
+    not, naming the first candidate that fails (``candidate 1: ...``). With ``device="cuda"`` they all run compiled
+    by Triton on the GPU instead (no interpreter).
 
-    The start and the candidate run in two processes (the start's outputs saved in between): some Triton releases'
-    interpreters (3.6) fail on the second of two same-named kernels loaded into one process."""
+    The start runs once, in its own process, and saves its outputs; each candidate then runs in a process of its own
+    and is compared with them: some Triton releases' interpreters (3.6) fail on the second of two same-named kernels
+    loaded into one process, and each process pays torch's and Triton's import (seconds), so the start is not run
+    again for every candidate."""
     import os
     import sys
 
@@ -234,14 +237,18 @@ def triton_interpreter_error(sp: Spelling, text: str, device: str = "cpu") -> st
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
     with tempfile.TemporaryDirectory() as tmp:
-        cand, ref = Path(tmp) / sp.file, Path(tmp) / "start-outputs.pt"
-        cand.write_text(text)
-        for argv in ([str(sp.path), str(ref), spec], [str(cand), str(Path(tmp) / "unused.pt"), spec, str(ref)]):
+        ref = Path(tmp) / "start-outputs.pt"
+        runs: list[tuple[str, list[str]]] = [("the start", [str(sp.path), str(ref), spec])]
+        for i, text in enumerate(texts):
+            cand = Path(tmp) / f"cand{i}" / sp.file
+            cand.parent.mkdir()
+            cand.write_text(text)
+            runs.append((f"candidate {i}", [str(cand), str(Path(tmp) / "unused.pt"), spec, str(ref)]))
+        for what, argv in runs:
             p = subprocess.run([sys.executable, "-c", _TRITON_RUN, *argv], capture_output=True, text=True,
                                timeout=600, env=env)
             if p.returncode != 0:
                 lines = (p.stdout + p.stderr).strip().splitlines()
-                what = "the start" if argv[0] == str(sp.path) else "the candidate"
                 return f"{what}: {lines[-1]}" if lines else f"{what}: exit status {p.returncode}"
     return ""
 
@@ -330,12 +337,12 @@ def check_cell(sp: Spelling, *, gpu: bool = False, tmp: Path | None = None) -> C
         if not (sp.host and sp.gpu.get("args")):
             res.reason = "the step declares no host launcher and arguments for the Triton interpreter check"
             return res
-        for i, c in enumerate(cands):  # on a GPU: compiled by Triton and run there (that is the GPU check too)
-            err = triton_interpreter_error(sp, c.new_text, "cuda" if gpu else "cpu")
-            if err:
-                res.compiled, res.reason = False, f"candidate {i}: {err}"
-                res.gpu = False if gpu else None
-                return res
+        # on a GPU: compiled by Triton and run there (that is the GPU check too)
+        err = triton_interpreter_errors(sp, [c.new_text for c in cands], "cuda" if gpu else "cpu")
+        if err:
+            res.compiled, res.reason = False, err
+            res.gpu = False if gpu else None
+            return res
         res.compiled = True
         if gpu:
             res.gpu = True

@@ -320,15 +320,21 @@ def unclosed_scope(definition: Node) -> str | None:
 def _last_suspect(scope_body: Node, after: int) -> bool:
     """Whether nothing in the open ``scope_body`` after byte ``after`` is a more likely culprit than the definition
     that ends there: no later ``__global__`` (a half-typed kernel that follows is the one to blame, and the
-    complete kernels before it are not) and no ERROR or other MISSING node (a half-typed declaration)."""
+    complete kernels before it are not, even one typed inside a function body) and no ERROR or other MISSING node
+    outside function bodies (a half-typed declaration)."""
     last = scope_body.children[-1]
-    stack = [c for c in scope_body.children if c.end_byte > after and c is not last]
+    # (node, inside a body): in a function body an ERROR node is no sign (code nvcc accepts leaves some), but a
+    # ``__global__`` there always is: a kernel cannot be defined inside a function, so it is a half-typed one whose
+    # ``{`` took the rest of the scope (``__global__ void k(float* y) {`` typed inside a host launcher)
+    stack = [(c, False) for c in scope_body.children if c.end_byte > after and c is not last]
     while stack:
-        node = stack.pop()
-        if node.type == "__global__" or node.is_error or node.is_missing:
+        node, in_body = stack.pop()
+        if node.type == "__global__" or (not in_body and (node.is_error or node.is_missing)):
             return False
-        if node.has_error or node.type not in ("compound_statement", "comment", "preproc_include"):
-            stack.extend(c for c in node.children if c.end_byte > after)
+        if node.type in ("comment", "preproc_include"):
+            continue
+        body = in_body or (node.type == "compound_statement" and not node.has_error)
+        stack.extend((c, body) for c in node.children if c.end_byte > after)
     return True
 
 
