@@ -43,7 +43,7 @@ from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.syntax import statements, unwrap_parens
 from htam_core.source.analysis.uniformity import kernel_uniformity, thread_uniform
 
-__all__ = ["MAX_BLOCK", "NO_LOOP", "SHUFFLE_TYPES", "PrefixLoop", "segment_prefix_loop"]
+__all__ = ["MAX_BLOCK", "NO_LOOP", "SHUFFLE_TYPES", "PrefixLoop", "pieces", "segment_prefix_loop"]
 
 #: Accumulator types ``__shfl_up_sync`` takes (a template type parameter is accepted as well).
 SHUFFLE_TYPES = frozenset({"int", "unsigned", "unsigned int", "long", "long long", "unsigned long",
@@ -102,8 +102,9 @@ class PrefixLoop:
         return name.join(self.element)
 
 
-def _pieces(view: KernelView, node: Node, name: str) -> tuple[str, ...]:
-    """The text of ``node`` split at its uses of the name ``name``."""
+def pieces(view: KernelView, node: Node, name: str) -> tuple[str, ...]:
+    """The text of ``node`` split at its uses of the name ``name`` (``a[i] + i`` at ``i``: ``("a[", "] + ", "")``),
+    so that a rewrite can put another expression where the name stood."""
     parts, at = [], node.start_byte
     for u in syn.references(node, view.src, name):
         parts.append(view.src[at:u.start_byte].decode())
@@ -286,7 +287,7 @@ def _finish(view: KernelView, guard: BoundsGuard, lp: LoopFact, acc: Accumulator
     block, problem = _block(view, b)
     end = (guard.stmt.end_byte if guard.form == "if" else store.end_byte)
     bound = view.t(term) if syn.is_simple_operand(unwrap_parens(term)) else f"({view.t(unwrap_parens(term))})"
-    return PrefixLoop(lp, acc, t, lp.cmp == "<=", _pieces(view, e, lp.var or ""), index,
+    return PrefixLoop(lp, acc, t, lp.cmp == "<=", pieces(view, e, lp.var or ""), index,
                       f"{index} < {bound}", guard.form, guard.stmt, decl, loop, store, end, block, problem)
 
 

@@ -37,7 +37,7 @@ from htam_core.source.analysis.facts import Accumulator, LoopFact, sym
 from htam_core.source.analysis.forms import Elementwise, KernelView, elementwise
 from htam_core.source.analysis.instantiations import template_param_names
 from htam_core.source.analysis.nodes import Node
-from htam_core.source.analysis.prefix_loop import SHUFFLE_TYPES, _integer_summand
+from htam_core.source.analysis.prefix_loop import SHUFFLE_TYPES, _integer_summand, pieces
 from htam_core.source.analysis.syntax import effect_free, statements, unwrap_parens
 
 __all__ = ["MINMAX_CALLS", "RowScan", "row_scan"]
@@ -95,16 +95,6 @@ class RowScan:
     def combined(self, a: str, b: str) -> str:
         """The combine of ``a`` and ``b`` (C text)."""
         return self.combine.format(a=a, b=b)
-
-
-def _parts(view: KernelView, node: Node, name: str) -> tuple[str, ...]:
-    """The text of ``node`` split at its uses of the name ``name``."""
-    parts, at = [], node.start_byte
-    for u in syn.references(node, view.src, name):
-        parts.append(view.src[at:u.start_byte].decode())
-        at = u.end_byte
-    parts.append(view.src[at:node.end_byte].decode())
-    return tuple(parts)
 
 
 def _op_of(view: KernelView, asg: Node, acc: str) -> tuple[str, str, Node, bool] | None:
@@ -267,7 +257,7 @@ def _finish(view: KernelView, ew: Elementwise, loop: Node, lp: LoopFact, acc: Ac
     b = unwrap_parens(head.bound)
     bound = view.t(b) if syn.is_simple_operand(b) else f"({view.t(b)})"
     return RowScan(ew, lp, loop, head.var, head.type, head.start, bound, acc.name, t, op, combine, element,
-                   inclusive, _parts(view, store.parent, acc.name), exact, writes)
+                   inclusive, pieces(view, store.parent, acc.name), exact, writes)
 
 
 def row_scan(view: KernelView) -> RowScan | str:
