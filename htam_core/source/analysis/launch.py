@@ -23,10 +23,15 @@ LAUNCH_QUERY = "(call_expression function: (_) @fn (kernel_call_syntax) @cfg arg
 
 
 def callee_name(fn: Node, src: bytes) -> str:
-    """Unqualified name of a launched function node (``ns::k<T, 4>`` -> ``k``)."""
-    if fn.type == "template_function":
-        fn = fn.child_by_field_name("name") or fn
-    return text(fn, src).split("::")[-1].strip()
+    """Unqualified name of a launched function node (``k<T, 4>``, ``ns::k``, ``ns::k<T, 4>``, ``::a::b::k<T>`` ->
+    ``k``): the qualifiers are peeled off first, then the template arguments (whose own ``::``, as in
+    ``k<std::int64_t>``, are not the kernel's)."""
+    while fn.type in ("qualified_identifier", "template_function"):
+        inner = fn.child_by_field_name("name")
+        if inner is None:
+            break
+        fn = inner
+    return text(fn, src).split("::")[-1].split("<")[0].strip()
 
 
 def launch_config(call: Node) -> tuple[Node, ...] | None:
