@@ -26,7 +26,7 @@ from typing import Any
 import tree_sitter as ts
 
 from htam_core.harness.cu_preproc import blank_untaken
-from htam_core.source.analysis.constants import MINMAX, SIZEOF, binary_op, literal_value, unary_op
+from htam_core.source.analysis.constants import MINMAX, SIZEOF, ConstEnv, binary_op, literal_value, unary_op
 from htam_core.source.analysis.device_queries import (
     HELPERS,
     OCCUPANCY_FLAGS,
@@ -354,6 +354,7 @@ class Program:
         self._calls_depth = 0
         self.headers = local_headers(text.encode("utf-8"), path)
         self._aggregates: frozenset[str] | None = None
+        self._consts: ConstEnv | None = None  # the analysis layer's constants of the parsed file (enumerators)
         for h in self.headers:
             self._collect(h.root, prefix="")
         #: the parsed bytes: the file with its decidable ``#if`` groups resolved (same length and lines;
@@ -625,7 +626,25 @@ class Program:
         macro = self.macros.get(name.split("::")[-1])
         if macro is not None and macro.params is None and macro.value:
             return self.ev(parse_expression(macro.value), self.globals)
+        value = self.enumerator(name, node)
+        if value is not None:
+            return value
         raise Unknown(f"`{name}` (line {line_of(node)}) is not defined before the launch")
+
+    def enumerator(self, name: str, node: ts.Node) -> int | None:
+        """The value of the enumerator ``name`` used at ``node`` (``cfg::BLOCK`` of ``namespace cfg { enum { BLOCK
+        = 256 }; }``, ``Hist::Threads`` of an ``enum class``, ``Cfg::kThreads`` of an enum in a struct, one of a
+        local header), read by the analysis layer's one constant evaluator
+        (:meth:`~htam_core.source.analysis.constants.ConstEnv.enumerator_value`, with the same scoping rules);
+        ``None`` when no enumerator answers to ``name``. A node of this file's tree is looked up where it stands
+        (an enum declared in its function first), any other (a macro's value) at file scope."""
+        tree: ts.Tree | None = getattr(self, "tree", None)  # None while the headers' globals are read
+        if tree is None:
+            return None
+        if self._consts is None:
+            self._consts = ConstEnv(self.src, tree.root_node, headers=self.headers)
+        at = node.start_byte if self.src[node.start_byte:node.end_byte] == node_text(node).encode() else None
+        return self._consts.enumerator_value(name, at)
 
     def sizeof(self, node: ts.Node, scope: Scope) -> int:
         """``sizeof(T)`` / ``sizeof x`` in bytes."""

@@ -356,6 +356,23 @@ class ConstEnv:
         inner = [e for e in outer if path[:len(e.namespaces)] == e.namespaces]
         return max(inner, key=lambda e: len(e.namespaces)) if inner else outer[0]
 
+    def enumerator_value(self, name: str, at_byte: int | None = None) -> int | None:
+        """The value of the enumerator a use of ``name`` (``BLOCK``, ``cfg::BLOCK``, ``Hist::Threads``) at byte
+        ``at_byte`` of the unit sees (:meth:`enumerator`: one of the function holding the use first; ``None``: a use
+        at file scope), else the one of that name in the local headers (nearest include first). ``None`` when no
+        enumerator answers to ``name`` or its value is not a constant. The host-code evaluator of the harness
+        (:mod:`htam_core.harness.cu_eval`) reads enumerators through it, so both read them by the same rules."""
+        scope = self.function_at(at_byte) if at_byte is not None else None
+        e = self.enumerator(name, scope, at_byte)
+        if e is not None:
+            c = self._enum_const(e, frozenset())
+            return c.value if c is not None else None
+        for env in reversed(self._header_consts()):
+            v = env.enumerator_value(name)
+            if v is not None:
+                return v
+        return None
+
     def _enum_const(self, e: Enumerator, seen: frozenset[str]) -> Const | None:
         """The value of enumerator ``e``: its ``= value`` read in its enum's scope (its siblings visible by their
         plain names), or the previous enumerator's plus one, 0 for the first ([dcl.enum] 2); rewritable through
@@ -459,12 +476,16 @@ class ConstEnv:
             self._headers = local_headers(self.src, self.path)
         return self._headers
 
-    def _from_headers(self, name: str, seen: frozenset[str]) -> Value | None:
-        """Value of file-scope ``name`` as the included local headers define it (nearest include first)."""
+    def _header_consts(self) -> list[ConstEnv]:
+        """The constant environments of the local headers, in include order (the nearest include last)."""
         if self._header_envs is None:
             hs = self.headers()
             self._header_envs = [ConstEnv(h.src, h.root, headers=hs[:i]) for i, h in enumerate(hs)]
-        for env in reversed(self._header_envs):
+        return self._header_envs
+
+    def _from_headers(self, name: str, seen: frozenset[str]) -> Value | None:
+        """Value of file-scope ``name`` as the included local headers define it (nearest include first)."""
+        for env in reversed(self._header_consts()):
             v = env._name(name, None, None, seen)
             if v is not None:
                 return v
