@@ -24,6 +24,7 @@ import importlib.util
 import math
 import os
 import re
+import struct
 import subprocess
 import sys
 import tempfile
@@ -60,6 +61,7 @@ from htam_core.harness.spec import (
 from htam_core.harness.trial import BASE_SEED, Trial, as_outputs, poison_
 from htam_core.runtime.cache import cache_root, content_key, file_fingerprint
 from htam_core.runtime.children import one_shot_kwargs
+from htam_core.source.analysis.constants import to_bfloat16
 from htam_core.source.analysis.includes import headers_digest
 from htam_core.source.api import load
 from htam_core.types.errors import exception_text
@@ -439,8 +441,12 @@ def _cubin_function(path: str, kernel: str, arch: str) -> Any:
 
 
 def _np_scalar(dtype: str, v: Any) -> Any:
+    """The launch argument of scalar input ``v`` of harness dtype ``dtype``: a numpy scalar of that width (a
+    ``bfloat16``, which numpy lacks, as the 16 bits of its rounded value in a ``uint16``)."""
     import numpy as np
 
+    if dtype == "bfloat16":
+        return np.uint16(struct.unpack("<I", struct.pack("<f", to_bfloat16(v)))[0] >> 16)
     return {"float32": np.float32, "float64": np.float64, "float16": np.float16, "int32": np.int32,
             "int64": np.int64, "int8": np.int8, "uint8": np.uint8, "int16": np.int16, "bool": np.bool_,
             }.get(dtype, np.float32)(v)

@@ -84,3 +84,84 @@ def test_an_undefined_name_is_still_named() -> None:
 def test_the_programs_are_valid_cuda(name: str, tmp_path: Path) -> None:
     decls, block, _ = SPELLINGS[name]
     assert_compiles(_program(decls, block), tmp=tmp_path, name="k.cu")
+
+
+# --- conversion intrinsics of constant arguments -----------------------------------------------------------------
+
+AXPY = """#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+template <typename T>
+__global__ void axpy(T alpha, const T* x, T* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = alpha * x[i] + y[i];
+}
+
+int main() {
+    int n = 1 << 12;
+    ELEM *x, *y;
+    cudaMalloc(&x, n * sizeof(ELEM));
+    cudaMalloc(&y, n * sizeof(ELEM));
+    axpy<ELEM><<<(n + 255) / 256, 256>>>(ALPHA, x, y, n);
+    cudaDeviceSynchronize();
+    return 0;
+}
+"""
+
+#: name -> (element type, alpha as written, harness dtype of alpha, its value)
+CONVERTED = {
+    "float2half": ("__half", "__float2half(2.0f)", "float16", 2.0),
+    "float2half_rn_rounds": ("__half", "__float2half_rn(0.1f)", "float16", 0.0999755859375),
+    "int2half_rn": ("__half", "__int2half_rn(3)", "float16", 3.0),
+    "half_constructor": ("__half", "__half(1.5f)", "float16", 1.5),
+    "float2bfloat16_rounds": ("__nv_bfloat16", "__float2bfloat16(1.01f)", "bfloat16", 1.0078125),
+    "float_kept": ("float", "__half2float(__float2half(0.5f))", "float32", 0.5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONVERTED))
+def test_a_conversion_intrinsic_of_a_constant_is_evaluated(name: str, tmp_path: Path) -> None:
+    elem, alpha, dtype, value = CONVERTED[name]
+    path = tmp_path / "k.cu"
+    path.write_text(AXPY.replace("ELEM", elem).replace("ALPHA", alpha))
+    h = infer_cuda_harness(path, "axpy")
+    a = next(i for i in h.inputs if i.name == "alpha")
+    assert (a.dtype, a.value) == (dtype, value)
+
+
+def test_integer_conversions_round_as_named() -> None:
+    prog = Program("int main() { return 0; }\n")
+    got = [prog.ev(parse_expression(e), Scope()) for e in
+           ("__float2int_rn(2.5f)", "__float2int_rn(3.5f)", "__float2int_rz(-2.7f)", "__float2int_rd(-2.2f)",
+            "__float2int_ru(2.2f)")]
+    assert got == [2, 4, -2, -3, 3]
+
+
+def test_a_conversion_of_an_unknown_value_names_it() -> None:
+    prog = Program("int main() { return 0; }\n")
+    with pytest.raises(Exception, match="`nope` .* is not defined"):
+        prog.ev(parse_expression("__float2half(nope)"), Scope())
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+@pytest.mark.parametrize("name", sorted(CONVERTED))
+def test_the_converting_programs_are_valid_cuda(name: str, tmp_path: Path) -> None:
+    elem, alpha, _, _ = CONVERTED[name]
+    assert_compiles(AXPY.replace("ELEM", elem).replace("ALPHA", alpha), tmp=tmp_path, name="k.cu")
+
+
+def test_the_analysis_evaluator_folds_the_same_conversions() -> None:
+    from htam_core.source.analysis.constants import dict_lookup, evaluate_text
+
+    look = dict_lookup({"K": 3})
+    assert evaluate_text("__float2int_rn(2.5f) + K", look) == 5
+    assert evaluate_text("__half2float(__float2half(0.1f))", look) == 0.0999755859375
+
+
+def test_a_bfloat16_scalar_is_passed_as_its_16_bits() -> None:
+    np = pytest.importorskip("numpy")
+    from htam_core.harness.runner import _np_scalar
+
+    v = _np_scalar("bfloat16", 1.01)
+    assert v.dtype == np.uint16 and int(v) == 0x3F81  # 1.0078125, the bfloat16 nearest 1.01
+    assert _np_scalar("float16", 2.0).dtype == np.float16
