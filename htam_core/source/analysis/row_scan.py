@@ -29,6 +29,7 @@ running prefix carried between tiles (``BlockScanRunningPrefixOp``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from htam_core.source.analysis import nodes as syn
@@ -40,10 +41,13 @@ from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.prefix_loop import SHUFFLE_TYPES, _integer_summand, pieces
 from htam_core.source.analysis.syntax import effect_free, statements, unwrap_parens
 
-__all__ = ["MINMAX_CALLS", "RowScan", "row_scan"]
+__all__ = ["FLOATING_TYPES", "MINMAX_CALLS", "RowScan", "row_scan"]
 
 #: Calls read as a running max or min step ``acc = f(acc, e)``.
 MINMAX_CALLS = frozenset({"fmaxf", "fminf", "fmax", "fmin", "max", "min"})
+#: Floating-point element types, as written or bound at a launch (their sums and products depend on the order).
+FLOATING_TYPES = frozenset({"float", "double", "half", "__half", "__nv_bfloat16", "nv_bfloat16", "at::Half",
+                            "at::BFloat16", "c10::Half", "c10::BFloat16", "long double"})
 #: Integer accumulator types (their sums, products, maxima and minima are exact in any grouping).
 _EXACT = frozenset(SHUFFLE_TYPES - {"float", "double"})
 
@@ -95,6 +99,18 @@ class RowScan:
     def combined(self, a: str, b: str) -> str:
         """The combine of ``a`` and ``b`` (C text)."""
         return self.combine.format(a=a, b=b)
+
+    def floating(self, instantiations: Iterable[tuple[str, Iterable[str]]] = ()) -> bool | None:
+        """Whether the running value is of a floating type (whose sums and products change with their order):
+        ``acc_type`` itself, or for a type template parameter the types the kernel's launches instantiate it with
+        (``instantiations``: :attr:`~htam_core.source.analysis.facts.KernelFacts.type_instantiations`), ``True``
+        when one of them is floating; ``None`` for a template parameter no launch binds."""
+        if self.acc_type in SHUFFLE_TYPES:
+            return self.acc_type in FLOATING_TYPES
+        bound = dict((n, tuple(ts)) for n, ts in instantiations).get(self.acc_type, ())
+        if not bound:
+            return None
+        return any(" ".join(t.replace("const", " ").split()) in FLOATING_TYPES for t in bound)
 
 
 def _op_of(view: KernelView, asg: Node, acc: str) -> tuple[str, str, Node, bool] | None:
