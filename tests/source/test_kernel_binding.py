@@ -90,3 +90,15 @@ def test_a_separately_compiled_launcher_with_a_declaration_is_still_a_launcher(t
                                       "void go(const float* x, unsigned char* m) { bin_k<<<1, 32>>>(x, m, 32); }\n")
     model = load(tmp_path / "k.cu")
     assert [Path(la.path).name for la in find_launches(model, model.kernels[0])] == ["host.cu"]
+
+
+def test_the_harness_program_is_the_one_whose_unit_sees_the_kernel(tmp_path):
+    from htam_core.harness.infer_host import host_programs, infer_cuda
+
+    ws = _pair(tmp_path)
+    for header, program, block in (("bin.cuh", "naive.cu", 256), ("bin_expert.cuh", "expert.cu", 128)):
+        model = load(ws / header)
+        assert [h.path.name for h in host_programs(model, model.kernels[0])] == [program]
+        h = infer_cuda(ws / header, "bin_k")
+        assert (h.grid, h.block) == (f"({(1 << 20) // block}, 1, 1)", f"({block}, 1, 1)")
+        assert h.source.startswith(f"inferred from main() of {program} ")
