@@ -218,3 +218,16 @@ def test_a_functor_main_never_calls_says_so_in_one_line(tmp_path):
     with pytest.raises(HarnessError) as e:
         infer_cuda_harness(_write(tmp_path, FUNCTOR.replace("DRIVER", "").replace("MAIN", "")), "gram")
     assert "`GramLauncher::operator()`" in e.value.message and "\n" not in e.value.message
+
+
+def test_a_lambda_inside_a_host_function_main_calls(tmp_path):
+    text = LAMBDA.replace("int main() {", "static void run(double* A, double* x, double* y, int m, int n, int lda) {\n"
+                          "    auto launch = [&](double alpha, double beta) {\n        const int threads = 256;\n"
+                          "        dgemv_n<<<(m + threads - 1) / threads, threads>>>(m, n, alpha, A, lda, x, beta, y);\n"
+                          "    };\n    launch(2.0, 0.0);\n}\nint main() {", 1).replace("CALL", "run(A, x, y, m, n, lda);")
+    text = text.replace("    auto launch = [&](double alpha, double beta) {\n        const int threads = 128;\n"
+                        "        dgemv_n<<<(m + threads - 1) / threads, threads>>>(m, n, alpha, A, lda, x, beta, y);\n"
+                        "    };\n    run(", "    run(")
+    h = infer_cuda_harness(_write(tmp_path, text), "dgemv_n")
+    assert (h.grid, h.block) == ("(4, 1, 1)", "(256, 1, 1)") and h.launcher is None
+    assert _inputs(h)["alpha"].value == 2.0 and _inputs(h)["A"].shape == [1000 * 304]
