@@ -38,7 +38,7 @@ from htam_core.source.analysis.macros import ExpandedIndex
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.stencil import c_condition, c_text
 from htam_core.source.analysis.syntax import side_effect_free
-from htam_core.source.analysis.transpose import LOADED, grid_sides, tile_coverage
+from htam_core.source.analysis.transpose import LOADED, grid_sides, grid_strides, tile_coverage
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
     CudaTransform,
@@ -822,15 +822,21 @@ class CudaTransposeSmemTile(CudaTransform):
                       shape: tuple[int, int] | str) -> Candidate | None:
         """The textbook coarsened tile (TILE_DIM 32, BLOCK_ROWS 8: 256 threads, each moving 4 rows of a tile,
         :meth:`_rows_body`) under a 32x8 block: the launch's own when every launch has it, else with every
-        launch's block set to 32x8 (and a ``__launch_bounds__`` below 256 raised); ``None`` when a block argument
-        cannot be edited alone, the bounds cannot follow, or the body cannot be written."""
+        launch's block set to 32x8 (and a ``__launch_bounds__`` below 256 raised); the grid sized to one tile per
+        block where it was sized for another block (:meth:`_grid_edits`). ``None`` when a block argument cannot be
+        edited alone (shared with another launch, or a launch through a pointer that runs other kernels too), the
+        bounds cannot follow, or the body cannot be written: the body is correct for a 32x8 block only."""
         body = self._rows_body(unit, tp)
         if isinstance(body, str):
             return None
         params = dict(tile=32, block=[32, 8], rows_per_thread=4)
+        grid = self._grid_edits(unit, tp, shape)
+        sized = "; the launch's grid sized to one tile per block" if grid else ""
         if shape == (32, 8):
             return self.candidate(model, f"transpose in {kernel.name} through a 32x33 padded shared tile, the "
-                                  "launch's 32x8 threads each moving 4 rows of a tile", params, [body])
+                                  f"launch's 32x8 threads each moving 4 rows of a tile{sized}", params, [body, *grid])
+        if any(set(la.site.pointer_kernels) - {kernel.name} for la in unit.launches):
+            return None  # a pointer or table that runs other kernels too: their block is not this tile's to set
         bounds = bounds_edit(unit, None if isinstance(shape, str) else shape[0] * shape[1], 256)
         if isinstance(bounds, str):
             return None
@@ -841,8 +847,43 @@ class CudaTransposeSmemTile(CudaTransform):
             launch_edits.append(bounds)
         return self.candidate(
             model, f"transpose in {kernel.name} through a 32x33 padded shared tile, 32x8 threads per block "
-            "(the launch's block changes with the kernel; each thread moves 4 rows of a tile)",
-            params, [body, *launch_edits])
+            f"(the launch's block changes with the kernel; each thread moves 4 rows of a tile{sized})",
+            params, [body, *launch_edits, *grid])
+
+    def _grid_edits(self, unit: CudaUnit, tp: Transpose, shape: tuple[int, int] | str) -> list[TextEdit]:
+        """Edits sizing every launch's grid to ``((cols + 31) / 32, (rows + 31) / 32)`` along the transpose's grid
+        sides (:func:`grid_sides`; a batch dimension kept, a third dimension set to 1) for the coarsened tile, so
+        that each block moves one tile; ``[]`` when the launch's grid already has one block per 32x32 tile (the
+        kernel's blocks advanced 32 rows and 32 columns under the launch's block ``shape``: :func:`grid_strides`),
+        or when a launch's sizes or grid cannot be read (the tile walk is correct for any grid: then the
+        launch's grid is kept, its blocks past the tiles idle)."""
+        sides = grid_sides(tp)
+        if sides is None or grid_strides(tp, None if isinstance(shape, str) else shape) == (32, 32):
+            return []
+        names = param_names(unit)
+        edits = []
+        for la in unit.launches:
+            sizes = []
+            for n in (str(tp.cols), str(tp.rows)):
+                arg = la.site.args[names.index(n)].strip() if n in names and names.index(n) < len(la.site.args) \
+                    else constant_size(unit, la, n)
+                if not arg or not side_effect_free(arg):
+                    return []
+                sizes.append(arg)
+            gdims = unit.dims_of(la.grid, la.host) if la.grid is not None else []
+            if not gdims or len(gdims) > 3:
+                return []
+            comps = [unit.t(d) for d in gdims] + ["1"] * (3 - len(gdims))
+            for d in "xyz":
+                if d not in tp.batch:
+                    comps["xyz".index(d)] = "1"
+            for d, size in zip(sides, sizes, strict=True):
+                size = size if re.fullmatch(r"[\w.]+", size) else f"({size})"
+                comps["xyz".index(d)] = f"({size} + 31) / 32"
+            while len(comps) > 2 and comps[-1] == "1":
+                comps.pop()
+            edits.append(launch_dims_edit(unit, la, la.grid, comps))
+        return edits
 
     def _rows_body(self, unit: CudaUnit, tp: Transpose) -> TextEdit | str:
         """The kernel's new body for transpose ``tp`` under a 32x8 block (the caller makes every launch's block

@@ -13,6 +13,8 @@ second write of one element, or an element never written, shows in its count.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from cpu_emulation import compiler, run_block_main
 from spellings import ROOT
@@ -297,6 +299,48 @@ def test_the_coarsened_32x8_tile_goes_first_whenever_the_block_can_be_32x8(bx, b
     assert "dim3 block(32, 8);" in rows.new_text
     assert ("the launch's block changes" in rows.description) is ((bx, by) != (32, 8))  # edited only when needed
     assert "htam_e" in kept.new_text and f"dim3 block({bx}, {by});" in kept.new_text
+
+
+@pytest.mark.parametrize("grid", ["dim3 grid((cols + block.x - 1) / block.x, (rows + block.y - 1) / block.y);",
+                                  "dim3 grid((cols + 15) / 16, (rows + 15) / 16);"])
+def test_the_coarsened_tile_sizes_a_grid_made_for_another_block_to_one_tile_per_block(grid, tmp_path):
+    """A grid sized for the 16x16 block the kernel had would give 4 blocks per 32x32 tile, 3 of them idle: the
+    coarsened tile's launch gets ``((cols + 31) / 32, (rows + 31) / 32)``."""
+    path = tmp_path / "tr.cu"
+    text = NAIVE_WITH_BLOCK.replace("BX", "16").replace("BY", "16")
+    path.write_text(text.replace("dim3 grid((cols + 16 - 1) / 16, (rows + 16 - 1) / 16);", grid))
+    model = load(str(path))
+    cs = registry.propose("cuda.transpose_smem_tile", model, model.kernel("tr"))
+    assert isinstance(cs, list), cs.reason
+    rows, kept = cs
+    assert "dim3 grid((cols + 31) / 32, (rows + 31) / 32);" in rows.new_text and "grid sized" in rows.description
+    assert grid in kept.new_text  # the form for any block keeps the launch as it is
+
+
+def test_a_grid_of_one_block_per_tile_is_kept():
+    """The family suite's kernel advances 32 rows and columns a block (``blockIdx.x * TILE``): its grid already
+    has one block per tile, so only the block changes."""
+    model = load(str(Path(__file__).parents[2] / "bench" / "suite" / "transpose_naive.cu"))
+    rows = registry.propose("cuda.transpose_smem_tile", model, model.kernel("transpose_naive"))[0]  # type: ignore[index]
+    assert "grid sized" not in rows.description and "dim3 threads(32, 8);" in rows.new_text
+    assert "dim3 blocks((cols + TILE - 1) / TILE, (rows + TILE - 1) / TILE);" in rows.new_text
+
+
+def test_a_batched_grid_keeps_its_batch_dimension_when_sized():
+    from htam_core.source import parse_text
+
+    text = """__global__ void bt(const float *in, float *out, int R, int C) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y * blockDim.y + threadIdx.y;
+    if (r < R && c < C) out[(size_t)blockIdx.z * R * C + c * R + r] = in[(size_t)blockIdx.z * R * C + r * C + c];
+}
+void run(const float *in, float *out, int B, int R, int C) {
+    bt<<<dim3((C + 15) / 16, (R + 15) / 16, B), dim3(16, 16)>>>(in, out, R, C);
+}
+"""
+    model = parse_text(text, "cuda")
+    cs = registry.propose("cuda.transpose_smem_tile", model, model.kernel("bt"))
+    assert isinstance(cs, list), cs.reason
+    assert "bt<<<dim3((C + 31) / 32, (R + 31) / 32, B), dim3(32, 8)>>>" in cs[0].new_text
 
 
 SHARED_BLOCK = NAIVE_WITH_BLOCK.replace("BX", "32").replace("BY", "32").replace(
