@@ -851,12 +851,14 @@ class CudaTransposeSmemTile(CudaTransform):
             params, [body, *launch_edits, *grid])
 
     def _grid_edits(self, unit: CudaUnit, tp: Transpose, shape: tuple[int, int] | str) -> list[TextEdit]:
-        """Edits sizing every launch's grid to ``((cols + 31) / 32, (rows + 31) / 32)`` along the transpose's grid
-        sides (:func:`grid_sides`; a batch dimension kept, a third dimension set to 1) for the coarsened tile, so
-        that each block moves one tile; ``[]`` when the launch's grid already has one block per 32x32 tile (the
-        kernel's blocks advanced 32 rows and 32 columns under the launch's block ``shape``: :func:`grid_strides`),
-        or when a launch's sizes or grid cannot be read (the tile walk is correct for any grid: then the
-        launch's grid is kept, its blocks past the tiles idle)."""
+        """Edits sizing every launch's grid to ``(cols + 31) / 32`` and ``(rows + 31) / 32`` blocks along the
+        transpose's grid sides (:func:`grid_sides`; its other components kept) for the coarsened tile, so that
+        each block moves one tile; ``[]`` when the launch's grid already has one block per 32x32 tile (the
+        kernel's blocks advanced 32 rows and 32 columns under the launch's block ``shape``:
+        :func:`grid_strides`), or when a launch's sizes or grid components cannot be read or belong to another
+        launch too (the tile walk is correct for any grid: the launch's grid is then kept, its blocks past the
+        tiles idle). Each component is replaced where it is written, as the block's are (:meth:`_block_edits`),
+        so a launch written in Python (a cupy call) gets Python text."""
         sides = grid_sides(tp)
         if sides is None or grid_strides(tp, None if isinstance(shape, str) else shape) == (32, 32):
             return []
@@ -869,20 +871,14 @@ class CudaTransposeSmemTile(CudaTransform):
                     else constant_size(unit, la, n)
                 if not arg or not side_effect_free(arg):
                     return []
-                sizes.append(arg)
-            gdims = unit.dims_of(la.grid, la.host) if la.grid is not None else []
-            if not gdims or len(gdims) > 3:
+                sizes.append(arg if re.fullmatch(r"[\w.]+", arg) else f"({arg})")
+            if la.grid is None or not self._own_config(unit, la, la.grid):
                 return []
-            comps = [unit.t(d) for d in gdims] + ["1"] * (3 - len(gdims))
-            for d in "xyz":
-                if d not in tp.batch:
-                    comps["xyz".index(d)] = "1"
-            for d, size in zip(sides, sizes, strict=True):
-                size = size if re.fullmatch(r"[\w.]+", size) else f"({size})"
-                comps["xyz".index(d)] = f"({size} + 31) / 32"
-            while len(comps) > 2 and comps[-1] == "1":
-                comps.pop()
-            edits.append(launch_dims_edit(unit, la, la.grid, comps))
+            gdims = unit.dims_of(la.grid, la.host)
+            if len(gdims) <= max("xyz".index(d) for d in sides):
+                return []
+            edits += [unit.replace(gdims["xyz".index(d)], f"({size} + 31) / 32")
+                      for d, size in zip(sides, sizes, strict=True)]
         return edits
 
     def _rows_body(self, unit: CudaUnit, tp: Transpose) -> TextEdit | str:
@@ -1048,21 +1044,26 @@ class CudaTransposeSmemTile(CudaTransform):
         another launch or is not a 2-D ``dim3``."""
         edits = []
         for la in unit.launches:
-            if la.block is None:
+            if la.block is None or not self._own_config(unit, la, la.block):
                 return []
-            blk = syn.unwrap_parens(la.block)
-            if syn.is_identifier(blk):
-                name = unit.t(blk)
-                scope = la.host or unit.root
-                uses = [lc for lc in launch_calls(scope, unit.src)
-                        if any(references(a, unit.src, name) for a in lc.config)]
-                if len(uses) != 1:
-                    return []
             dims = unit.dims_of(la.block, la.host)
             if len(dims) != 2:
                 return []
             edits += [unit.replace(dims[0], str(bx)), unit.replace(dims[1], str(by))]
         return edits
+
+
+    @staticmethod
+    def _own_config(unit: CudaUnit, la: Launch, arg: Node) -> bool:
+        """Whether launch ``la``'s grid or block argument ``arg`` is its own: an expression, or a variable no
+        other launch of its scope passes."""
+        node = syn.unwrap_parens(arg)
+        if not syn.is_identifier(node):
+            return True
+        name = unit.t(node)
+        uses = [lc for lc in launch_calls(la.host or unit.root, unit.src)
+                if any(references(a, unit.src, name) for a in lc.config)]
+        return len(uses) == 1
 
 
 def stored_value(tp: Transpose, element: str) -> str:
