@@ -5,6 +5,8 @@ touched.
 
 The tile-loop form (``htam_e`` loops) claims to be correct for any block shape and grid, so it is run under the
 launch's own shape, one block for the whole matrix, and an odd block over a 3-D grid with more blocks than tiles.
+The coarsened tile (32x8 threads, 4 rows each: the first variant wherever the block is or can be made 32x8) is
+made for that block alone, so it is run under 32x8 blocks over grids with one block per tile, fewer and more.
 The form that keeps the samples' loop over rows is run under the launch it keeps (sides multiples of the tile).
 
 Each element is a counting type (``float`` is read as it in the kernel: a transpose only copies values), so a
