@@ -830,13 +830,15 @@ class CudaTransposeSmemTile(CudaTransform):
         if isinstance(body, str):
             return None
         params = dict(tile=32, block=[32, 8], rows_per_thread=4)
-        grid = self._grid_edits(unit, tp, shape)
+        # a launch through a pointer or table that runs other kernels too: its block and grid are theirs as well
+        shared = any(set(la.site.pointer_kernels) - {kernel.name} for la in unit.launches)
+        grid = [] if shared else self._grid_edits(unit, tp, shape)
         sized = "; the launch's grid sized to one tile per block" if grid else ""
         if shape == (32, 8):
             return self.candidate(model, f"transpose in {kernel.name} through a 32x33 padded shared tile, the "
                                   f"launch's 32x8 threads each moving 4 rows of a tile{sized}", params, [body, *grid])
-        if any(set(la.site.pointer_kernels) - {kernel.name} for la in unit.launches):
-            return None  # a pointer or table that runs other kernels too: their block is not this tile's to set
+        if shared:
+            return None
         bounds = bounds_edit(unit, None if isinstance(shape, str) else shape[0] * shape[1], 256)
         if isinstance(bounds, str):
             return None
@@ -1051,7 +1053,6 @@ class CudaTransposeSmemTile(CudaTransform):
                 return []
             edits += [unit.replace(dims[0], str(bx)), unit.replace(dims[1], str(by))]
         return edits
-
 
     @staticmethod
     def _own_config(unit: CudaUnit, la: Launch, arg: Node) -> bool:

@@ -345,6 +345,35 @@ void run(const float *in, float *out, int B, int R, int C) {
     assert "bt<<<dim3((C + 31) / 32, (R + 31) / 32, B), dim3(32, 8)>>>" in cs[0].new_text
 
 
+TABLE_LAUNCH = """#include <cuda_runtime.h>
+__global__ void tr(const float *in, float *out, int rows, int cols) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y * blockDim.y + threadIdx.y;
+    if (r < rows && c < cols) out[c * rows + r] = in[r * cols + c];
+}
+__global__ void neg(const float *in, float *out, int rows, int cols) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y * blockDim.y + threadIdx.y;
+    if (r < rows && c < cols) out[r * cols + c] = -in[r * cols + c];
+}
+typedef void (*Op)(const float *, float *, int, int);
+void run(const float *in, float *out, int rows, int cols) {
+    Op ops[] = {&tr, &neg};
+    for (int k = 0; k < 2; ++k) ops[k]<<<dim3((cols + 15) / 16, (rows + 15) / 16), dim3(16, 16)>>>(in, out, rows, cols);
+}
+"""
+
+
+def test_a_launch_through_a_table_of_other_kernels_keeps_the_launch_independent_form_alone():
+    """The table's launch runs ``neg`` too: its block and grid are not the transpose's to change, and the
+    coarsened tile is correct for a 32x8 block only, so only the form correct for any launch is made."""
+    from htam_core.source import parse_text
+
+    model = parse_text(TABLE_LAUNCH, "cuda", "ops.cu")
+    cs = registry.propose("cuda.transpose_smem_tile", model, model.kernel("tr"))
+    assert isinstance(cs, list), cs.reason
+    assert [c.params["block"] for c in cs] == [[16, 16]] and "htam_e" in cs[0].new_text
+    assert "dim3((cols + 15) / 16, (rows + 15) / 16), dim3(16, 16)" in cs[0].new_text
+
+
 SHARED_BLOCK = NAIVE_WITH_BLOCK.replace("BX", "32").replace("BY", "32").replace(
     "    tr<<<grid, block>>>(in, out, rows, cols);",
     "    tr<<<grid, block>>>(in, out, rows, cols);\n    other<<<grid, block>>>(out, rows * cols);") + """
