@@ -21,6 +21,7 @@ edits), ``forms`` (the CUDA forms the transforms match: the global index, a writ
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict
 
@@ -113,9 +114,15 @@ def _build(model: SourceModel, kernel: Kernel, spell: bool = False, fold: frozen
             return KernelFacts(kernel.name, kernel.language, errors=(psrc,))
         return triton_facts(psrc, kernel)
     from htam_core.source.analysis.cuda import cuda_facts
+    from htam_core.source.analysis.macro_loops import expanded_view
     from htam_core.source.analysis.unit import cuda_source
 
     src = cuda_source(model, kernel)
     if isinstance(src, str):
         return KernelFacts(kernel.name, kernel.language, errors=(src,))
-    return cuda_facts(src, kernel, spell, fold)
+    facts = cuda_facts(src, kernel, spell, fold)
+    view = expanded_view(model, kernel)
+    if view is None:
+        return facts
+    # the body read with its loop macros expanded (same lines); the launches, outside the body, in the user's bytes
+    return dataclasses.replace(analyze(view.model, view.kernel, spell, fold), launches=facts.launches)
