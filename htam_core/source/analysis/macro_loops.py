@@ -61,6 +61,7 @@ def loop_macro_text(table: MacroTable, name: str, args: list[str], at: int) -> s
             return None
         text = " ".join(text.split())
         call = _CALL.match(text)
+        call = call if call is not None and table.at(call.group(1), at) is not None else None
         spans, end = arg_spans(text, call.end() - 1) if call is not None else (None, 0)
         if call is None or spans is None or end != len(text):
             return text if _ends_in_for_header(text) else None
