@@ -79,6 +79,8 @@ def test_the_loop_is_a_grid_stride_loop_over_the_index(name: str) -> None:
     assert lf.var in ("index", "i") and lf.cmp == "<" and lf.update == "+" and lf.grid_stride
     assert {a.pointer for a in facts.accesses if a.space == "global"} == {"grad", "self", "out"}
     assert all(a.stride(lf.var) == 1 for a in facts.accesses if a.space == "global")
+    assert [(g.dim, g.var) for g in facts.grid_stride_loops] == [("x", lf.var)]
+    assert facts.launch_free_dims == ("x",)
 
 
 def _made(name: str) -> str:
@@ -130,4 +132,5 @@ def test_function_like_launch_bounds_macro_is_no_parse_problem() -> None:
 def test_a_body_that_moves_the_counter_is_not_a_grid_stride_loop() -> None:
     text = CASES["written_out_two_variable"].replace("out[index] =", "_i += 1; out[index] =") + LAUNCH
     model, k = _kernel(text)
-    assert not any(lf.grid_stride for lf in analyze(model, k).loops)
+    facts = analyze(model, k)
+    assert not any(lf.grid_stride for lf in facts.loops) and not facts.grid_stride_loops
