@@ -114,13 +114,15 @@ def _build(model: SourceModel, kernel: Kernel, spell: bool = False, fold: frozen
             return KernelFacts(kernel.name, kernel.language, errors=(psrc,))
         return triton_facts(psrc, kernel)
     from htam_core.source.analysis.cuda import cuda_facts
-    from htam_core.source.analysis.macro_loops import expanded_view
     from htam_core.source.analysis.unit import cuda_source
 
     src = cuda_source(model, kernel)
     if isinstance(src, str):
         return KernelFacts(kernel.name, kernel.language, errors=(src,))
     facts = cuda_facts(src, kernel, spell, fold)
+    # a cycle it breaks: macro_loops parses through the source api
+    from htam_core.source.analysis.macro_loops import expanded_view
+
     view = expanded_view(model, kernel)
     if view is None:
         return facts
