@@ -282,24 +282,18 @@ def written_back(text: str, view: str, cand: Candidate) -> Candidate:
     """``cand``, made on ``view`` (``text`` with some lines rewritten, :func:`diff_edits` of the two), as edits of
     ``text``: its own edits moved back when none touches a rewritten line (the macro uses stay as written), else
     the line edits from ``text`` to its result (the rewritten lines written out)."""
-    regions, shift = [], 0
+    regions: list[tuple[int, int, int]] = []  # (start, end) in ``view`` of each rewritten range, shift after it
+    shift = 0
     for e in diff_edits(text, view):
         size = len(e.new_text.encode("utf-8"))
-        regions.append((e.start_byte + shift, e.start_byte + shift + size, shift))
+        start = e.start_byte + shift
         shift += size - (e.end_byte - e.start_byte)
+        regions.append((start, start + size, shift))
     moved = []
     for e in cand.edits:
-        before = [r for r in regions if r[0] <= e.start_byte]
-        if any(s < e.end_byte and e.start_byte < end or s == e.start_byte for s, end, _ in regions) or \
-                (before and e.start_byte < before[-1][1]):
+        if any(s <= e.start_byte < end or (s < e.end_byte <= end) or (e.start_byte < s and end <= e.end_byte)
+               for s, end, _ in regions):
             return dataclasses.replace(cand, edits=diff_edits(text, cand.new_text))
-        delta = (before[-1][2] + (before[-1][1] - before[-1][0]) - _old_size(text, view, len(before) - 1)) \
-            if before else 0
+        delta = next((after for _, end, after in reversed(regions) if end <= e.start_byte), 0)
         moved.append(dataclasses.replace(e, start_byte=e.start_byte - delta, end_byte=e.end_byte - delta))
     return dataclasses.replace(cand, edits=moved, new_text=apply_edits(text, moved))
-
-
-def _old_size(text: str, view: str, k: int) -> int:
-    """Bytes of ``text`` the ``k``-th line edit from ``text`` to ``view`` replaces."""
-    e = diff_edits(text, view)[k]
-    return e.end_byte - e.start_byte

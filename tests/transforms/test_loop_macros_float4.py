@@ -14,6 +14,8 @@ from cpu_emulation import compiler, run_main
 
 from htam_core.source import parse_text
 from htam_core.source.analysis import analyze
+from htam_core.source.analysis.macro_loops import expanded_view, loop_macro_text
+from htam_core.source.analysis.macros import macro_table
 from htam_core.transforms import registry
 from tests.support.nvcc_check import assert_compiles
 
@@ -134,3 +136,23 @@ def test_a_body_that_moves_the_counter_is_not_a_grid_stride_loop() -> None:
     model, k = _kernel(text)
     facts = analyze(model, k)
     assert not any(lf.grid_stride for lf in facts.loops) and not facts.grid_stride_loops
+
+
+def test_two_uses_stay_as_written_under_a_step_that_edits_elsewhere() -> None:
+    text = ONE + HEAD.format(lb="") + BODY + "    KLOOP(j, n) out[j] += grad[j];\n}\n" + LAUNCH
+    model, k = _kernel(text)
+    res = registry.propose("cuda.restrict_const", model, k)
+    assert isinstance(res, list), res.reason
+    new = res[0].new_text
+    assert "KLOOP(index, n) {" in new and "KLOOP(j, n) out[j] += grad[j];" in new and "__restrict__" in new
+    assert new.count("blockIdx.x") == text.count("blockIdx.x")
+
+
+def test_statement_macros_that_open_no_loop_stay_opaque() -> None:
+    text = ("#define SET(p, i) do { (p)[i] = 0.f; } while (0)\n#define BLOCK(i) for (int i = 0; i < 4; ++i) {\n"
+            + HEAD.format(lb="") + "    SET(out, threadIdx.x);\n}\n" + LAUNCH)
+    model, k = _kernel(text)
+    table = macro_table(text.encode())
+    assert loop_macro_text(table, "SET", ["out", "0"], len(text)) is None
+    assert loop_macro_text(table, "BLOCK", ["i"], len(text)) is None  # the brace is not the loop's header
+    assert expanded_view(model, k) is None
