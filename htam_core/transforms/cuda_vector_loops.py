@@ -88,6 +88,8 @@ def _header(unit: CudaUnit, loop: Node, var: str) -> tuple[str, str, str, str] |
     cond = syn.unwrap_parens(loop.child_by_field_name("condition"))
     bound = unit.t(cond.child_by_field_name("right")) if cond is not None and syn.is_binary(cond) else ""
     upd = loop.child_by_field_name("update")
+    if upd is not None and not syn.is_assignment(upd) and upd.child_by_field_name("left") is not None:
+        upd = upd.child_by_field_name("left")  # `c += s, i = c`: the stride of the two-variable loop's counter
     step = "1"
     if upd is not None and syn.is_assignment(upd):
         step = unit.t(upd.child_by_field_name("right"))
