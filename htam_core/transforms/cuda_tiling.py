@@ -38,7 +38,7 @@ from htam_core.source.analysis.macros import ExpandedIndex
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.stencil import c_condition, c_text
 from htam_core.source.analysis.syntax import side_effect_free
-from htam_core.source.analysis.transpose import LOADED, grid_sides, grid_strides, tile_coverage
+from htam_core.source.analysis.transpose import LOADED, grid_sides, grid_strides, stride_text, tile_coverage
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
     CudaTransform,
@@ -902,12 +902,14 @@ class CudaTransposeSmemTile(CudaTransform):
         src, dst = tp.read.pointer, tp.write.pointer
         wide = f"({it})" if it != ct else ""
         element = stored_value(tp, "htam_tile[htam_x][htam_y + htam_k]")
+        ins, outs, pitch = _strides(tp, it)
         lines = [
             f"// 32x32 tiles, 32x8 threads each moving 4 rows: rows of {src} read coalesced into a padded tile (+1",
             "// column: no shared-memory bank conflicts), then written out transposed with coalesced rows",
             *batch,
             f"__shared__ {etype} htam_tile[32][33];",
             f"const {ct} htam_rows = {tp.rows}, htam_cols = {tp.cols};",
+            *pitch,
             f"const {ct} htam_tiles_x = (htam_cols + 31) / 32, htam_tiles_y = (htam_rows + 31) / 32;",
             "const int htam_x = threadIdx.x, htam_y = threadIdx.y;",
             *_tile_walk(tp, ct, [
@@ -915,13 +917,13 @@ class CudaTransposeSmemTile(CudaTransform):
                 "#pragma unroll",
                 "for (int htam_k = 0; htam_k < 32; htam_k += 8)",
                 "    if (htam_r0 + htam_k < htam_rows && htam_c < htam_cols)",
-                f"        htam_tile[htam_y + htam_k][htam_x] = {src}[{rb}{wide}(htam_r0 + htam_k) * htam_cols + htam_c];",
+                f"        htam_tile[htam_y + htam_k][htam_x] = {src}[{rb}{wide}(htam_r0 + htam_k) * {ins} + htam_c];",
                 "__syncthreads();",
                 f"const {ct} htam_oc = htam_ty * 32 + htam_x, htam_or0 = htam_tx * 32 + htam_y;  // out: column, first row",
                 "#pragma unroll",
                 "for (int htam_k = 0; htam_k < 32; htam_k += 8)",
                 "    if (htam_or0 + htam_k < htam_cols && htam_oc < htam_rows)",
-                f"        {dst}[{wb}{wide}(htam_or0 + htam_k) * htam_rows + htam_oc] = {element};",
+                f"        {dst}[{wb}{wide}(htam_or0 + htam_k) * {outs} + htam_oc] = {element};",
                 "__syncthreads();  // the tile is refilled by the block's next tile",
             ]),
         ]
@@ -946,12 +948,13 @@ class CudaTransposeSmemTile(CudaTransform):
             return frame
         etype, _, it, batch, rb, wb = frame
         src, dst = tp.read.pointer, tp.write.pointer
+        ins, outs, pitch = _strides(tp, it)
         load = [f"const {it} htam_r = htam_r0 + htam_e / 32, htam_c = htam_c0 + htam_e % 32;",
                 "if (htam_r < htam_rows && htam_c < htam_cols)",
-                f"    htam_tile[htam_e / 32][htam_e % 32] = {src}[{rb}htam_r * htam_cols + htam_c];"]
+                f"    htam_tile[htam_e / 32][htam_e % 32] = {src}[{rb}htam_r * {ins} + htam_c];"]
         store = [f"const {it} htam_c = htam_c0 + htam_e / 32, htam_r = htam_r0 + htam_e % 32;  // row, column of out",
                  "if (htam_r < htam_rows && htam_c < htam_cols)",
-                 f"    {dst}[{wb}htam_c * htam_rows + htam_r] = {stored_value(tp, 'htam_tile[htam_e % 32][htam_e / 32]')};"]
+                 f"    {dst}[{wb}htam_c * {outs} + htam_r] = {stored_value(tp, 'htam_tile[htam_e % 32][htam_e / 32]')};"]
         first_tile, tile_step = _tile_ids(tp.batch, it)
         lines = [
             f"// 32x32 tiles: rows of {src} read coalesced into a padded tile (+1 column: no shared-memory bank",
@@ -959,6 +962,7 @@ class CudaTransposeSmemTile(CudaTransform):
             *batch,
             f"__shared__ {etype} htam_tile[32][33];",
             f"const {it} htam_rows = {tp.rows}, htam_cols = {tp.cols};",
+            *pitch,
             f"const {it} htam_tiles_x = (htam_cols + 31) / 32, htam_tiles = htam_tiles_x * ((htam_rows + 31) / 32);",
             "const int htam_threads = blockDim.x * blockDim.y * blockDim.z;",
             "const int htam_tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);",
@@ -1089,16 +1093,36 @@ def _tile_frame(unit: CudaUnit, tp: Transpose) -> tuple[str, str, str, list[str]
         return f"the element type of {tp.read.pointer} is unknown"
     if not (tp.rows.is_Symbol and tp.cols.is_Symbol):
         return f"the sizes {tp.rows} and {tp.cols} are not parameters"
+    if tp.pitched and (stride_text(tp.in_stride) is None or stride_text(tp.out_stride) is None):
+        return f"the row strides {tp.in_stride} and {tp.out_stride} are not spelled back"
     types = {p.name: (p.type or "") for p in unit.kernel.params}
-    long_sides = any(w in types.get(str(n), "long") for n in (tp.rows, tp.cols)
-                     for w in ("64", "size", "long", "ptrdiff"))
+
+    def wide(names: set) -> bool:
+        return any(w in types.get(str(n), "long") for n in names for w in ("64", "size", "long", "ptrdiff"))
+    long_sides = wide({tp.rows, tp.cols})
+    strides = {s for e in (tp.in_stride, tp.out_stride) for s in e.free_symbols if str(s) in types}
     ct = "long long" if long_sides else "int"
-    it = "long long" if long_sides or tp.read.wide_index or tp.write.wide_index else "int"
+    it = "long long" if long_sides or tp.read.wide_index or tp.write.wide_index or wide(strides) else "int"
     batch = _batch_lines(tp)
     if isinstance(batch, str):
         return batch
     rb, wb = ("htam_rb + " if tp.read_base != 0 else "", "htam_wb + " if tp.write_base != 0 else "")
     return etype, ct, it, batch, rb, wb
+
+
+def _strides(tp: Transpose, it: str) -> tuple[str, str, list[str]]:
+    """``(input row stride, output row stride, lines)`` for the tile bodies' flat indices: ``htam_cols`` and
+    ``htam_rows`` for a dense transpose (no lines); for a pitched one (:attr:`Transpose.pitched`: leading
+    dimensions ``lda``/``ldb``, element or byte pitches divided by ``sizeof``) ``htam_ld_in``/``htam_ld_out``,
+    declared of the index type ``it`` from the kernel's own strides (:func:`stride_text`), so the tile reads and
+    writes the rows the kernel did while its bounds stay the matrix's extents. The caller checked (in
+    :func:`_tile_frame`) that both strides are spelled."""
+    if not tp.pitched:
+        return "htam_cols", "htam_rows", []
+    ins, outs = stride_text(tp.in_stride), stride_text(tp.out_stride)
+    return "htam_ld_in", "htam_ld_out", [
+        f"const {it} htam_ld_in = {ins}, htam_ld_out = {outs};  // row strides (elements) of {tp.read.pointer}, "
+        f"{tp.write.pointer}"]
 
 
 def _tile_walk(tp: Transpose, ct: str, body: list[str]) -> list[str]:

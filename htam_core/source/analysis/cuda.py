@@ -691,11 +691,13 @@ def _base_of(src: CudaSource, aff: Affine, node: Node, params: dict[str, str | N
     and the aliases of :func:`_pointer_decls` (``parts``: the offset's added expressions as written)."""
     env = src.env
     vector = False
+    byte_cast = False  # a cast to a pointer of 1-byte elements: offsets added above it are bytes
     n = node
     for _ in range(8):
         n = unwrap_parens(n)
         if n.type == "cast_expression":
             vector = vector or any(w in env.t(n.child_by_field_name("type")) for w in ("2", "3", "4"))
+            byte_cast = byte_cast or _byte_pointer(env.t(n.child_by_field_name("type")))
             n = n.child_by_field_name("value")  # type: ignore[assignment]
             continue
         fn = n.child_by_field_name("function") if n.type == "call_expression" else None
@@ -705,6 +707,7 @@ def _base_of(src: CudaSource, aff: Affine, node: Node, params: dict[str, str | N
             # in elements of the pointer
             vector = vector or env.t(fn.child_by_field_name("name")) == "reinterpret_cast" or any(
                 w in env.t(fn.child_by_field_name("arguments")) for w in ("2", "4"))
+            byte_cast = byte_cast or _byte_pointer(env.t(fn.child_by_field_name("arguments")))
             args = n.child_by_field_name("arguments")
             if args is None or args.named_child_count != 1:
                 return None
@@ -715,9 +718,10 @@ def _base_of(src: CudaSource, aff: Affine, node: Node, params: dict[str, str | N
         name = env.t(n)
         if name in aliases:
             p, off, vec, parts = aliases[name]
-            return p, off, vec or vector, parts
+            return p, off, vec or vector or (byte_cast and not _byte_pointer(params.get(p) or "")), parts
         if name in params or name in shared:
-            return name, sympy.Integer(0), vector, ()
+            wide = byte_cast and (name in shared or not _byte_pointer(params.get(name) or ""))
+            return name, sympy.Integer(0), vector or wide, ()
         return None
     if n.type == "field_expression" and (name := "".join(env.t(n).split())) in params:  # p.x of a struct parameter
         return name, sympy.Integer(0), vector, ()
@@ -743,6 +747,21 @@ def _base_of(src: CudaSource, aff: Affine, node: Node, params: dict[str, str | N
             if b is not None and e is not None and idx is not None:
                 return b[0], b[1] + e, b[2] or vector, (*b[3], (*src.span(idx), 1))
     return None
+
+
+#: One-byte element types: a pointer cast to one of them counts its offsets in bytes.
+_BYTE_TYPES = frozenset({"char", "unsigned char", "signed char", "int8_t", "uint8_t", "std::byte", "byte",
+                         "uchar", "std::uint8_t", "std::int8_t"})
+
+
+def _byte_pointer(type_text: str) -> bool:
+    """``type_text`` (a cast's type, a parameter's type, a named cast's ``<...>``) is a pointer to a one-byte type
+    (``const char *``, ``<unsigned char*>``, ``uint8_t *``): an offset added to such a pointer counts bytes, not
+    the elements of a wider pointee it was cast from (``(const float *)((const char *)in + y * pitch)``).
+    Idea source: C11 6.5.6 (pointer arithmetic counts elements of the pointed-to type)."""
+    words = [w for w in type_text.replace("*", " ").replace("<", " ").replace(">", " ").split()
+             if w not in ("const", "volatile", "__restrict__", "__restrict", "restrict")]
+    return "*" in type_text and " ".join(words) in _BYTE_TYPES
 
 
 def _subscript_index(node: Node) -> Node | None:

@@ -523,6 +523,9 @@ class Transpose:
 
         out[col * rows + row] = in[row * cols + col];
 
+    or between pitched rows (leading dimensions separate from the extents, ``out[col * ldo + row] = in[row * ldi +
+    col]`` under ``row < rows && col < cols``),
+
     or stores a function of that one element (``-in[...]``, ``2.f * in[...]``, a conjugate, a cast: ``value``)::
 
     computed from the affine indices (:class:`Access`), whatever the spelling: the row and the column are the
@@ -533,8 +536,13 @@ class Transpose:
     Attributes:
         read: the load of the input; write: the store of the output (its value ``value``, a function of the load).
         row, col: the element's row and column in the input, over the builtins and loop variables.
-        rows, cols: the input's rows and row length (the output's row length is ``rows``), as symbols of the
-            kernel's parameters.
+        rows, cols: the matrix's extents, the input's rows and columns (the output has ``cols`` rows of
+            ``rows``), as symbols of the kernel's parameters: the parameters the store's checks compare the row and
+            the column with (``y < h``, ``x < w``), else, for an unchecked side, its stride (a dense matrix).
+        read_stride, write_stride: the input's and the output's row strides in elements as the indices read them
+            (``in[row * read_stride + col]``, ``out[col * write_stride + row]``): ``cols`` and ``rows`` for a dense
+            transpose, a leading dimension of its own otherwise (``lda``, an element ``pitch``, ``pitch /
+            sizeof(T)``, an ``int64_t`` stride); ``None`` (made by hand): the dense sides.
         bounds: the bounds checks the store runs under, each ``row < rows`` or ``col < cols`` (empty: unguarded,
             the launch's grid alone decides which elements are moved).
         body: file bytes of the kernel's body (its braces included).
@@ -566,6 +574,23 @@ class Transpose:
     uniform_bounds: tuple[Bound, ...] = ()
     loop_bounds: tuple[Bound, ...] = ()
     value: str = "htam_v"
+    read_stride: sympy.Expr | None = None
+    write_stride: sympy.Expr | None = None
+
+    @property
+    def in_stride(self) -> sympy.Expr:
+        """The input's row stride in elements (:attr:`read_stride`; ``cols`` when not given)."""
+        return self.cols if self.read_stride is None else self.read_stride
+
+    @property
+    def out_stride(self) -> sympy.Expr:
+        """The output's row stride in elements (:attr:`write_stride`; ``rows`` when not given)."""
+        return self.rows if self.write_stride is None else self.write_stride
+
+    @property
+    def pitched(self) -> bool:
+        """A row stride is not the matrix's side it would be dense (``in[y * pitch + x]`` under ``x < w``)."""
+        return sympy.expand(self.in_stride - self.cols) != 0 or sympy.expand(self.out_stride - self.rows) != 0
 
     @property
     def read_coalesced(self) -> bool:

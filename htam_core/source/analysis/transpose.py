@@ -31,7 +31,7 @@ from htam_core.source.analysis.guards import GuardTerm, positive_terms
 from htam_core.source.analysis.syntax import strip_casts, text, unwrap_parens, walk
 from htam_core.source.analysis.unit import CudaSource
 
-__all__ = ["LOADED", "access_bounds", "condition_bounds", "find_transposes", "grid_sides", "grid_strides",
+__all__ = ["LOADED", "access_bounds", "condition_bounds", "find_transposes", "grid_sides", "grid_strides", "stride_text",
            "tile_coverage", "uniform_part"]
 
 #: An expression node -> its affine form (the analysis layer's ``Affine.expr``), ``None`` when unreadable.
@@ -162,14 +162,75 @@ def _split(index: sympy.Expr, size: sympy.Symbol) -> tuple[sympy.Expr, sympy.Exp
     return sympy.expand(a), b
 
 
+def _strided(e: sympy.Expr, params: set[str]) -> bool:
+    """``e`` is a row stride the tile can spell: a polynomial with integer coefficients of scalar parameters, of
+    compile-time sizes (``sizeof(T)``, read as an opaque ``expr(sizeof(T))``) and of the integer quotients
+    (``div``) of such polynomials (``pitch / sizeof(float)``), reading at least one parameter."""
+    if not e.free_symbols or not any(str(s) in params for s in e.free_symbols):
+        return False
+    return all(str(s) in params or _compile_time(s) for s in e.free_symbols) and stride_text(e) is not None
+
+
+def _compile_time(s: sympy.Basic) -> bool:
+    """The opaque symbol of a ``sizeof``: the same number for the whole launch."""
+    return str(s).startswith("expr(sizeof") and str(s).endswith(")")
+
+
+def stride_text(e: sympy.Expr) -> str | None:
+    """C text of the row stride ``e`` (:func:`_strided`: parameters, ``sizeof`` terms, integer products and sums,
+    ``div`` as C's ``/`` of integers), e.g. ``"(pitch / sizeof(float))"``; ``None`` for anything else. Read by a
+    transform to write the stride the kernel's own index used."""
+    if e.is_Integer:
+        return str(int(e))
+    if e.is_Symbol:
+        name = str(e)
+        return name[len("expr("):-1] if _compile_time(e) else name
+    if isinstance(e, sympy.Function) and e.func.__name__ == "div" and len(e.args) == 2:
+        a, b = (stride_text(x) for x in e.args)
+        return None if a is None or b is None else f"({a} / {b})"
+    if e.is_Mul or e.is_Add:
+        parts = [stride_text(x) for x in e.args]
+        if any(x is None for x in parts) or any(x.is_Number and not x.is_Integer for x in e.args):
+            return None
+        return "(" + (" * " if e.is_Mul else " + ").join(p for p in parts if p is not None) + ")"
+    return None
+
+
+def _stride_candidates(index: sympy.Expr, params: set[str]) -> list[sympy.Expr]:
+    """The expressions ``index`` may be ``row * stride + col`` over: the scalar parameters it reads (the dense
+    sizes first, as before), then each term's factors that are strides of their own (:func:`_strided`:
+    ``pitch / sizeof(float)``, ``lda``)."""
+    names = sorted((s for s in index.free_symbols if str(s) in params), key=str)
+    out: list[sympy.Expr] = list(names)
+    for t in sympy.Add.make_args(sympy.expand(index)):
+        for f in sympy.Mul.make_args(t):
+            if not f.is_Symbol and _strided(f, params) and f not in out:
+                out.append(f)
+    return out
+
+
+def _split_any(index: sympy.Expr, size: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr] | None:
+    """``(a, b)`` with ``index == a * size + b`` and neither reading ``size`` (a symbol or a stride expression
+    such as ``div(pitch, 4)``), else ``None``."""
+    if size.is_Symbol:
+        return _split(index, size)  # type: ignore[arg-type]
+    e = sympy.expand(index)
+    a = e.coeff(size)
+    b = sympy.expand(e - a * size)
+    if a == 0 or a.has(size) or b.has(size):
+        return None
+    return sympy.expand(a), b
+
+
 def _roles(ri: sympy.Expr, wi: sympy.Expr, params: Iterable[str], varying: set[str]
-           ) -> tuple[sympy.Expr, sympy.Expr, sympy.Symbol, sympy.Symbol] | None:
-    """``(row, col, rows, cols)`` when read index ``ri`` is ``row * cols + col`` and write index ``wi`` is
-    ``col * rows + row`` for parameters ``rows``/``cols``, ``row`` and ``col`` distinct forms over ``varying``
-    symbols only."""
+           ) -> tuple[sympy.Expr, sympy.Expr, sympy.Expr, sympy.Expr] | None:
+    """``(row, col, write stride, read stride)`` when read index ``ri`` is ``row * read_stride + col`` and write
+    index ``wi`` is ``col * write_stride + row`` (the strides parameters, the matrix's sides for a dense transpose,
+    or leading dimensions of their own: ``lda``, ``pitch``, ``pitch / sizeof(T)``), ``row`` and ``col`` distinct
+    forms over ``varying`` symbols only."""
     names = set(params)
-    for c in sorted((s for s in ri.free_symbols if str(s) in names), key=str):
-        rc = _split(ri, c)  # type: ignore[arg-type]
+    for c in _stride_candidates(ri, names):
+        rc = _split_any(ri, c)
         if rc is None:
             continue
         row, col = rc
@@ -179,10 +240,10 @@ def _roles(ri: sympy.Expr, wi: sympy.Expr, params: Iterable[str], varying: set[s
             continue
         if not all(e.is_polynomial(*e.free_symbols) for e in (row, col)):
             continue
-        for r in sorted((s for s in wi.free_symbols if str(s) in names), key=str):
-            wc = _split(wi, r)  # type: ignore[arg-type]
+        for r in _stride_candidates(wi, names):
+            wc = _split_any(wi, r)
             if wc is not None and sympy.expand(wc[0] - col) == 0 and sympy.expand(wc[1] - row) == 0:
-                return row, col, r, c  # type: ignore[return-value]
+                return row, col, r, c
     return None
 
 
@@ -223,20 +284,30 @@ def _batched_roles(read: Access, write: Access, params: set[str], loops: tuple[L
     return None
 
 
-def _bounds_fit(bounds: tuple[Bound, ...], row: sympy.Expr, col: sympy.Expr, rows: sympy.Expr, cols: sympy.Expr,
-                uniform: Callable[[sympy.Expr], bool]) -> tuple[tuple[Bound, ...], tuple[Bound, ...]] | None:
-    """``(element bounds, uniform bounds)``: the bounds split into ``row < rows``/``col < cols`` and those with
-    both sides uniform (a batch check such as ``b < batch``); ``None`` when one is neither."""
+def _bounds_fit(bounds: tuple[Bound, ...], row: sympy.Expr, col: sympy.Expr, strides: tuple[sympy.Expr, sympy.Expr],
+                uniform: Callable[[sympy.Expr], bool], params: set[str]
+                ) -> tuple[tuple[Bound, ...], tuple[Bound, ...], sympy.Expr, sympy.Expr] | None:
+    """``(element bounds, uniform bounds, rows, cols)``: the bounds split into the element's checks ``row < rows``
+    / ``col < cols`` and those with both sides uniform (a batch check such as ``b < batch``), with the matrix's
+    extents: the parameter each side is checked against, else (unchecked, the grid alone decides) the stride
+    ``strides`` gives that side (``(write stride, read stride)``: a dense matrix's sides). ``None`` when a bound is
+    neither, a side is checked against something other than a scalar parameter, or against two."""
     own: list[Bound] = []
     uni: list[Bound] = []
+    sides: dict[int, set[sympy.Expr]] = {0: set(), 1: set()}
     for b in bounds:
-        if any(sympy.expand(b.lo - v) == 0 and sympy.expand(b.hi - n) == 0 for v, n in ((row, rows), (col, cols))):
+        k = next((k for k, v in enumerate((row, col)) if sympy.expand(b.lo - v) == 0), None)
+        if k is not None and (b.hi in strides or (b.hi.is_Symbol and str(b.hi) in params)):
             own.append(b)
+            sides[k].add(b.hi)
         elif uniform(b.lo) and uniform(b.hi):
             uni.append(b)
         else:
             return None
-    return tuple(own), tuple(uni)
+    if any(len(v) > 1 for v in sides.values()):
+        return None
+    rows, cols = (next(iter(sides[k])) if sides[k] else strides[k] for k in (0, 1))
+    return tuple(own), tuple(uni), rows, cols
 
 
 def _loop_bounds(write: Access, loops: tuple[LoopFact, ...], sides: tuple[tuple[sympy.Expr, sympy.Expr], ...]
@@ -289,7 +360,7 @@ def find_transposes(src: CudaSource, expr: ExprOf, accesses: tuple[Access, ...],
     found = _batched_roles(r, w, names, loops)
     if found is None:
         return ()
-    batch, (row, col, rows, cols, rbase, wbase) = found
+    batch, (row, col, wstride, rstride, rbase, wbase) = found
     kinds = ("subscript_expression", "pointer_expression")
     wnode, rnode = src.node_at(w.span, kinds), src.node_at(r.span, kinds)
     if wnode is None or rnode is None:
@@ -298,13 +369,14 @@ def find_transposes(src: CudaSource, expr: ExprOf, accesses: tuple[Access, ...],
     if value is None:
         return ()
     bounds = access_bounds(wnode, src.body, src.src, expr)
-    split = None if bounds is None else _bounds_fit(bounds, row, col, rows, cols,
-                                                    lambda e: _uniform(e, batch, names))
+    split = None if bounds is None else _bounds_fit(bounds, row, col, (wstride, rstride),
+                                                    lambda e: _uniform(e, batch, names), names)
     if split is None:
         return ()
+    own, uni, rows, cols = split
     lbs = _loop_bounds(w, loops, ((row, rows), (col, cols)))
-    return (Transpose(r, w, row, col, rows, cols, split[0], src.span(src.body), batch, rbase, wbase, split[1],
-                      lbs, value),)
+    return (Transpose(r, w, row, col, rows, cols, own, src.span(src.body), batch, rbase, wbase, uni,
+                      lbs, value, rstride, wstride),)
 
 
 #: The placeholder that stands for the loaded element in :attr:`Transpose.value` (an identifier, so that putting any

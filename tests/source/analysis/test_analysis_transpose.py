@@ -142,3 +142,34 @@ def test_a_batch_check_is_a_uniform_bound_and_a_plain_transpose_has_no_base():
 ])
 def test_what_is_not_a_uniform_base_gives_nothing(body):
     assert _one(body, BATCH_HEAD) == ()
+
+
+PITCHED = "__global__ void k(const float *in, float *out, int w, int h, PARAMS) {\n"
+
+
+@pytest.mark.parametrize(("params", "store", "strides"), [
+    ("int sp, int dp", "out[x * dp + y] = in[y * sp + x];", ("sp", "dp")),
+    ("long long lda, long long ldb", "out[x * ldb + y] = in[lda * y + x];", ("lda", "ldb")),
+    ("size_t sp, size_t dp", "out[x * (dp / sizeof(float)) + y] = in[y * (sp / sizeof(float)) + x];",
+     ("div(sp, expr(sizeof(float)))", "div(dp, expr(sizeof(float)))")),
+])
+def test_a_pitched_transpose_has_the_guards_extents_and_the_indices_strides(params, store, strides):
+    (t,) = _one(X + f"if (x < w && y < h) {store}", PITCHED.replace("PARAMS", params))
+    assert (t.rows, t.cols) == (sym("h"), sym("w")) and t.pitched
+    assert (str(t.in_stride), str(t.out_stride)) == strides
+
+
+def test_a_dense_transpose_has_its_sides_as_strides():
+    (t,) = _one(X + "if (x < cols && y < rows) out[x * rows + y] = in[y * cols + x];")
+    assert (t.in_stride, t.out_stride) == (sym("cols"), sym("rows")) and not t.pitched
+
+
+@pytest.mark.parametrize("store", [
+    # a float row found through a byte pointer: the offsets are bytes, not elements (the access is not read)
+    "const float *s = (const float *)((const char *)in + y * sp); float *d = (float *)((char *)out + x * dp);"
+    " d[y] = s[x];",
+    "out[x * dp + y] = in[y * sp + x];",  # checked against a side (y < dp) and another parameter (y < h)
+])
+def test_what_a_pitched_tile_would_not_keep_gives_nothing(store):
+    guard = "x < w && y < h" if "char" in store else "x < w && y < h && y < dp"
+    assert _one(X + f"if ({guard}) {{ {store} }}", PITCHED.replace("PARAMS", "size_t sp, size_t dp")) == ()
