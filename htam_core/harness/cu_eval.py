@@ -997,14 +997,7 @@ class Program:
                     self._written_through_address(a, fname, call, scope)
             return
         if fname.startswith("cudaMalloc") and len(args) >= 2:
-            target = node_text(args[0])
-            var = re.sub(r"^\(.*?\)\s*", "", target).lstrip("&").strip("() ")
-            try:
-                decl = scope.get(var)
-            except KeyError:
-                decl = None
-            elem = decl.elem if isinstance(decl, PtrVar) else (decl.buffer.elem if isinstance(decl, Ptr) else "float")
-            buf = Buffer(var, elem, line_of(call), device=True)
+            var, elem, buf = self._device_buffer(args[0], call, scope)
             try:
                 nbytes = int(self.ev(args[1], scope))
                 buf.numel = nbytes // SIZEOF.get(base_type(elem), 4)
@@ -1031,6 +1024,18 @@ class Program:
                 dst.buffer.filled = "memset" if value == 0 else "host"
                 dst.buffer.fill_byte = value & 0xFF if isinstance(value, int) and value != 0 else None
 
+    @staticmethod
+    def _device_buffer(target: ts.Node, call: ts.Node, scope: Scope) -> tuple[str, str, Buffer]:
+        """``(name, element type, new device buffer)`` of an allocation call's target argument (``&d_x``,
+        ``(void**)&d_x``): the element type is the declared pointer's (``float`` when the name is not declared)."""
+        var = re.sub(r"^\(.*?\)\s*", "", node_text(target)).lstrip("&").strip("() ")
+        try:
+            decl = scope.get(var)
+        except KeyError:
+            decl = None
+        elem = decl.elem if isinstance(decl, PtrVar) else (decl.buffer.elem if isinstance(decl, Ptr) else "float")
+        return var, elem, Buffer(var, elem, line_of(call), device=True)
+
     def _pitched_call(self, fname: str, call: ts.Node, args: list[ts.Node], scope: Scope) -> None:
         """The pitched runtime calls (:data:`_PITCHED`): ``cudaMallocPitch(&p, &pitch, width_bytes, rows)`` allocates
         a device buffer of ``pitch * rows`` bytes and sets ``pitch`` to the row's bytes rounded up to
@@ -1040,16 +1045,10 @@ class Program:
         if fname == "cudaMallocPitch":
             if len(args) < 4:
                 return
-            var = re.sub(r"^\(.*?\)\s*", "", node_text(args[0])).lstrip("&").strip("() ")
             pitch_var = unwrap_parens(args[1])
             pitch_name = node_text(pitch_var.child_by_field_name("argument")) if \
                 pitch_var.type == "pointer_expression" and pitch_var.child_by_field_name("argument") is not None else ""
-            try:
-                decl = scope.get(var)
-            except KeyError:
-                decl = None
-            elem = decl.elem if isinstance(decl, PtrVar) else (decl.buffer.elem if isinstance(decl, Ptr) else "float")
-            buf = Buffer(var, elem, line_of(call), device=True)
+            var, elem, buf = self._device_buffer(args[0], call, scope)
             try:
                 width, rows = int(self.ev(args[2], scope)), int(self.ev(args[3], scope))
                 pitch = -(-width // PITCH_ALIGN) * PITCH_ALIGN
