@@ -35,17 +35,14 @@ from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.block_load import pure_expression
 from htam_core.source.analysis.facts import Accumulator, LoopFact, sym
 from htam_core.source.analysis.forms import Elementwise, KernelView, elementwise
-from htam_core.source.analysis.instantiations import template_param_names
 from htam_core.source.analysis.nodes import Node
-from htam_core.source.analysis.prefix_loop import SHUFFLE_TYPES, _integer_summand, pieces
+from htam_core.source.analysis.prefix_loop import EXACT_TYPES, _integer_summand, pieces, shuffle_type
 from htam_core.source.analysis.syntax import effect_free, statements, unwrap_parens
 
 __all__ = ["MINMAX_CALLS", "RowScan", "row_scan"]
 
 #: Calls read as a running max or min step ``acc = f(acc, e)``.
 MINMAX_CALLS = frozenset({"fmaxf", "fminf", "fmax", "fmin", "max", "min"})
-#: Integer accumulator types (their sums, products, maxima and minima are exact in any grouping).
-_EXACT = frozenset(SHUFFLE_TYPES - {"float", "double"})
 
 
 @dataclass(frozen=True)
@@ -131,14 +128,6 @@ def _assignment(stmt: Node) -> Node | None:
     return asg if syn.is_assignment(asg) else None
 
 
-def _acc_type(view: KernelView, acc: Accumulator) -> str | None:
-    """The accumulator's type when ``__shfl_up_sync`` takes it (or a template type parameter), else ``None``."""
-    t = " ".join(w for w in (acc.type or "").split() if w != "const")
-    fn = view.body.parent
-    templ = set(template_param_names(fn, view.src)) if fn is not None else set()
-    return t if t in SHUFFLE_TYPES or t in templ else None
-
-
 @dataclass(frozen=True)
 class _Header:
     """The loop's header as written: the variable, its type, the start and the bound."""
@@ -149,18 +138,16 @@ class _Header:
     bound: Node
 
 
-def _header(view: KernelView, loop: Node, lp: LoopFact) -> _Header | str:
-    """The :class:`_Header` of ``for (T c = s; c < n; ++c)`` (the loop facts: ``<``, step 1; ``n`` effect-free and
-    not reading ``c``), or why the loop is not one."""
-    init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
-    ds = syn.init_declarators(init) if syn.is_declaration(init) else []
-    if lp.var is None or lp.cmp != "<" or lp.update != "+" or lp.step != 1 or len(ds) != 1 or cond is None:
+def _header(view: KernelView, lp: LoopFact) -> _Header | str:
+    """The :class:`_Header` of ``for (T c = s; c < n; ++c)`` or ``n > c`` (the loop's header fact,
+    :attr:`LoopFact.header`: ``<``, step 1; ``n`` effect-free and not reading ``c``), or why the loop is not one."""
+    h = lp.header
+    if h is None or h.cmp != "<" or lp.update != "+" or lp.step != 1:
         return f"the loop on line {lp.line} is not `for (T c = start; c < n; ++c)`"
-    cond = unwrap_parens(cond)
-    bound = cond.child_by_field_name("right") if syn.is_binary(cond) else None
-    if bound is None or syn.references(bound, view.src, lp.var) or not effect_free(bound):
-        return f"the bound of the loop on line {lp.line} reads {lp.var} or has an effect"
-    return _Header(lp.var, view.t(syn.declaration_type(init)), view.t(ds[0].child_by_field_name("value")), bound)
+    start, bound = view.node_at(h.start), view.node_at(h.bound)
+    if start is None or bound is None or syn.references(bound, view.src, h.var) or not effect_free(bound):
+        return f"the bound of the loop on line {lp.line} reads {h.var} or has an effect"
+    return _Header(h.var, h.type, view.t(start), bound)
 
 
 def _loop_and_acc(view: KernelView, ew: Elementwise) -> tuple[Node, LoopFact, Accumulator] | str:
@@ -225,7 +212,7 @@ def _lane_writes(view: KernelView, ew: Elementwise, loop: Node) -> tuple[Node, .
 
 def _finish(view: KernelView, ew: Elementwise, loop: Node, lp: LoopFact, acc: Accumulator) -> RowScan | str:
     """The :class:`RowScan` once the loop and its accumulator are found, or the part that does not fit."""
-    head = _header(view, loop, lp)
+    head = _header(view, lp)
     if isinstance(head, str):
         return head
     steps = _steps(view, loop, lp, acc)
@@ -244,11 +231,12 @@ def _finish(view: KernelView, ew: Elementwise, loop: Node, lp: LoopFact, acc: Ac
     why = _store_problem(view, store, lp, acc.name)
     if why:
         return why
-    t = _acc_type(view, acc)
-    if t is None:
+    typ = shuffle_type(view, acc)
+    if typ is None:
         return f"{acc.name} is of type {acc.type}, which __shfl_up_sync does not take"
-    exact = t in _EXACT or op in ("max", "min")
-    if t in _EXACT and op in ("sum", "prod") and not _integer_summand(view, e):
+    t, integer = typ[0], typ[1] in EXACT_TYPES
+    exact = integer or op in ("max", "min")
+    if integer and op in ("sum", "prod") and not _integer_summand(view, e):
         return f"the integer {acc.name} takes the non-integer `{view.t(e)}`, converted at every step"
     writes = _lane_writes(view, ew, loop)
     if isinstance(writes, str):
