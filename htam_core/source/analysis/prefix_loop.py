@@ -57,7 +57,7 @@ EXACT_TYPES = frozenset({"int", "signed", "signed int", "unsigned", "unsigned in
 SHUFFLE_TYPES = EXACT_TYPES | {"float", "double"}
 #: Integer types as a pointee may be written (an integer sum converts at every step; float elements would not).
 _INTEGER = re.compile(r"^(?:(?:unsigned|signed) )?(?:char|short|int|long|long long)(?: int)?$|^unsigned$|"
-                      r"^u?int(?:8|16|32|64)_t$|^size_t$")
+                      r"^(?:std::)?u?int(?:8|16|32|64)_t$|^(?:std::)?size_t$")
 #: The most threads a block may have.
 MAX_BLOCK = 1024
 #: Why a kernel has no segment prefix loop at all.
