@@ -4,9 +4,15 @@
 (so ``s >>= 1`` reduction trees and ``i *= 2`` count right); :func:`symbolic_trip_count` gives the
 closed form ``ceil((bound - start) / step)`` (``<``), ``floor((bound - start) / step) + 1`` (``<=``) and
 their mirror images for decreasing loops, ``ceil(log_s(bound / start))`` for ``v *= s``, as sympy expressions over runtime names (assuming the
-loop runs at least once: a symbolic count is not clamped at 0). :func:`counted_header` gives the same header
-as source spans and texts, for a rewrite that edits it: the start, the update and the bound normalized to an
-exclusive one (``k <= q`` counts to ``q + 1``).
+loop runs at least once: a symbolic count is not clamped at 0).
+
+A ``for`` header has one reader, :func:`for_parts` (its parts as nodes: the variable, its declared type, the
+start, the bound with the variable on either side, the update); the other readers are views of it:
+:func:`c_for_header` (values, for the loop facts and the trip counter), :func:`counted_header` (source spans and
+texts for a rewrite that edits the header, the bound normalized to an exclusive one: ``k <= q`` counts to
+``q + 1``; ``LoopFact.header``), :func:`~htam_core.source.analysis.counted.counted_loop` (nodes, for the steps
+that rewrite a loop in any of its forms) and the grid-stride reader. :func:`c_while_header` reads a ``while`` or
+``do`` loop as the counted ``for`` loop it is.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ statements outside the loop that write memory. A step that gives each row to a w
 
 The loop's body must be exactly the update and the store; the element and the store's value have no effect and
 do not read the accumulator otherwise; the store's address moves with the loop variable; the accumulator is of a
-type ``__shfl_up_sync`` takes (:data:`~htam_core.source.analysis.prefix_loop.SHUFFLE_TYPES` or a template type);
+type ``__shfl_up_sync`` takes (:data:`~htam_core.source.analysis.prefix_loop.SHUFFLE_TYPES` or a template type,
+through the unit's ``typedef``/``using`` aliases: :func:`~htam_core.source.analysis.prefix_loop.shuffle_type`);
 an integer sum or product reads integer elements (a conversion at every step would not survive the regrouping).
 A running max/min written as a comparison and a choice is refused (its tie and NaN rules would need the choice
 itself in the scan). Idea sources: Blelloch, "Prefix Sums and Their Applications" (1990); the CUDA C++

@@ -16,6 +16,11 @@ condition leaves the alias unresolved, and the name is returned as written. A ``
 can pick another branch: candidates are compiled and verified with the harness's own flags, so a wrong choice
 fails verification, never silently passes.
 
+:class:`TypeEnv` holds a unit's type names once (built by :attr:`CudaSource.types
+<htam_core.source.analysis.unit.CudaSource.types>`, given by every view of a kernel as ``KernelView.types``): the
+aliases, resolved on demand and remembered, and the kernel's template parameters, so every step that asks what a
+declared type is (``I total = 0;`` after ``typedef int64_t I;``) gets the one answer.
+
 Idea source: ISO C11 6.10.1 (conditional inclusion) and 6.7.8 (type definitions).
 """
 
