@@ -26,7 +26,16 @@ from typing import Any
 import tree_sitter as ts
 
 from htam_core.harness.cu_preproc import blank_untaken
-from htam_core.source.analysis.constants import MINMAX, SIZEOF, binary_op, literal_value, unary_op
+from htam_core.source.analysis.constants import (
+    CONVERSIONS,
+    MINMAX,
+    SIZEOF,
+    ConstEnv,
+    binary_op,
+    convert,
+    literal_value,
+    unary_op,
+)
 from htam_core.source.analysis.device_queries import (
     HELPERS,
     OCCUPANCY_FLAGS,
@@ -157,6 +166,23 @@ def _joined(vals: list[Any]) -> tuple[tuple[str, ...], frozenset[str]]:
     """The device quantities and the occupancy kernels of the :class:`DeviceValue` among ``vals``, together."""
     devs = [v for v in vals if isinstance(v, DeviceValue)]
     return tuple(sorted({q for v in devs for q in v.quantities})), frozenset(k for v in devs for k in v.kernels)
+
+
+class Converted(float):
+    """A number with the C type a conversion intrinsic gave it (``__float2half(2.0f)``: 2.0 as ``__half``), so
+    that a kernel parameter of a template type (``T alpha`` launched as ``k<__half>``) is passed with that type.
+    Arithmetic on it gives a plain ``float``.
+
+    Attributes:
+        ctype: the C type (``"__half"``, ``"__nv_bfloat16"``, ``"float"``, ``"double"``).
+    """
+
+    ctype: str
+
+    def __new__(cls, value: float, ctype: str) -> Converted:  # noqa: D102
+        obj = super().__new__(cls, value)
+        obj.ctype = ctype
+        return obj
 
 
 @dataclass(frozen=True)
@@ -354,6 +380,7 @@ class Program:
         self._calls_depth = 0
         self.headers = local_headers(text.encode("utf-8"), path)
         self._aggregates: frozenset[str] | None = None
+        self._consts: ConstEnv | None = None  # the analysis layer's constants of the parsed file (enumerators)
         for h in self.headers:
             self._collect(h.root, prefix="")
         #: the parsed bytes: the file with its decidable ``#if`` groups resolved (same length and lines;
@@ -625,7 +652,25 @@ class Program:
         macro = self.macros.get(name.split("::")[-1])
         if macro is not None and macro.params is None and macro.value:
             return self.ev(parse_expression(macro.value), self.globals)
+        value = self.enumerator(name, node)
+        if value is not None:
+            return value
         raise Unknown(f"`{name}` (line {line_of(node)}) is not defined before the launch")
+
+    def enumerator(self, name: str, node: ts.Node) -> int | None:
+        """The value of the enumerator ``name`` used at ``node`` (``cfg::BLOCK`` of ``namespace cfg { enum { BLOCK
+        = 256 }; }``, ``Hist::Threads`` of an ``enum class``, ``Cfg::kThreads`` of an enum in a struct, one of a
+        local header), read by the analysis layer's one constant evaluator
+        (:meth:`~htam_core.source.analysis.constants.ConstEnv.enumerator_value`, with the same scoping rules);
+        ``None`` when no enumerator answers to ``name``. A node of this file's tree is looked up where it stands
+        (an enum declared in its function first), any other (a macro's value) at file scope."""
+        tree: ts.Tree | None = getattr(self, "tree", None)  # None while the headers' globals are read
+        if tree is None:
+            return None
+        if self._consts is None:
+            self._consts = ConstEnv(self.src, tree.root_node, headers=self.headers)
+        at = node.start_byte if self.src[node.start_byte:node.end_byte] == node_text(node).encode() else None
+        return self._consts.enumerator_value(name, at)
 
     def sizeof(self, node: ts.Node, scope: Scope) -> int:
         """``sizeof(T)`` / ``sizeof x`` in bytes."""
@@ -675,6 +720,8 @@ class Program:
                           "no default")
         if short in ("static_cast", "reinterpret_cast", "const_cast") and args:
             return self.ev(args[0], scope)
+        if short in CONVERSIONS and len(args) == 1:  # __float2half(2.0f), __float2int_rn(x), __half(1.5f)
+            return self._converted(short, node, self.ev(args[0], scope))
         if short in HELPERS and len(args) == HELPERS[short][0]:  # htam's own grid helpers
             vals = [self.ev(a, scope) for a in args]
             texts = [v.text if isinstance(v, DeviceValue) else repr(v) for v in vals]
@@ -712,6 +759,19 @@ class Program:
             if ret is not None:
                 return ret
         raise Unknown(f"`{node_text(node)}` (line {line_of(node)}) calls {short}, which htam does not evaluate")
+
+    @staticmethod
+    def _converted(name: str, node: ts.Node, v: Any) -> Any:
+        """The value of conversion intrinsic ``name`` (:data:`~htam_core.source.analysis.constants.CONVERSIONS`)
+        of ``v`` at ``node``: an ``int``, or a :class:`Converted` number carrying its C type.
+
+        Raises:
+            Unknown: ``v`` is not a number, or the conversion has no value (an infinity to an integer).
+        """
+        out = convert(name, v) if isinstance(v, int | float) else None
+        if out is None:
+            raise Unknown(f"`{node_text(node)}` (line {line_of(node)}) converts a value htam cannot read as a number")
+        return out if isinstance(out, int) else Converted(out, CONVERSIONS[name][0])
 
     def _constexpr_return(self, fn: ts.Node, args: list[ts.Node], scope: Scope) -> Any:
         """A helper ``int f(int a, int b) { return expr; }`` evaluated with its arguments, else ``None``."""

@@ -672,8 +672,10 @@ def _number_input(a: _Arg, name: str, where: str, kernel: str, sizes: dict[str, 
     """The scalar input of the number argument ``a``; an integer is a size symbol (added to ``sizes``): the static
     profile reads trip counts from them."""
     _check_number(a, where, kernel)
-    dtype = DTYPE_OF.get(base_type(a.type_text)) or ("float32" if isinstance(a.value, float) else "int32")
-    if dtype.startswith("float"):
+    # a template type (T alpha) takes the type of a converted argument (__float2half(2.0f): float16)
+    dtype = DTYPE_OF.get(base_type(a.type_text)) or DTYPE_OF.get(getattr(a.value, "ctype", "")) or \
+        ("float32" if isinstance(a.value, float) else "int32")
+    if dtype.startswith(("float", "bfloat")):
         return InputSpec(name=name, dtype=dtype, shape=None, init=None, value=float(a.value))
     sizes[name] = int(a.value)
     return InputSpec(name=name, dtype=dtype, shape=None, init=None, value=name)

@@ -24,6 +24,7 @@ import importlib.util
 import math
 import os
 import re
+import struct
 import subprocess
 import sys
 import tempfile
@@ -47,9 +48,9 @@ from htam_core.harness.cu_main import find_nvcc
 from htam_core.harness.cu_struct_launch import struct_args, struct_launcher
 from htam_core.harness.device_occupancy import occupancy_functions
 from htam_core.harness.foreign import launcher_module
-from htam_core.harness.infer_cuda import infer_cuda_harness
 from htam_core.harness.record import cpu_triton_driver
 from htam_core.harness.reference64 import Reference64, reference64
+from htam_core.harness.relaunch import relaunched
 from htam_core.harness.roofline_bound import compulsory_bound
 from htam_core.harness.spec import (
     is_function_reference,
@@ -60,6 +61,7 @@ from htam_core.harness.spec import (
 from htam_core.harness.trial import BASE_SEED, Trial, as_outputs, poison_
 from htam_core.runtime.cache import cache_root, content_key, file_fingerprint
 from htam_core.runtime.children import one_shot_kwargs
+from htam_core.source.analysis.constants import to_bfloat16
 from htam_core.source.analysis.includes import headers_digest
 from htam_core.source.api import load
 from htam_core.types.errors import exception_text
@@ -439,8 +441,12 @@ def _cubin_function(path: str, kernel: str, arch: str) -> Any:
 
 
 def _np_scalar(dtype: str, v: Any) -> Any:
+    """The launch argument of scalar input ``v`` of harness dtype ``dtype``: a numpy scalar of that width (a
+    ``bfloat16``, which numpy lacks, as the 16 bits of its rounded value in a ``uint16``)."""
     import numpy as np
 
+    if dtype == "bfloat16":
+        return np.uint16(struct.unpack("<I", struct.pack("<f", to_bfloat16(v)))[0] >> 16)
     return {"float32": np.float32, "float64": np.float64, "float16": np.float16, "int32": np.int32,
             "int64": np.int64, "int8": np.int8, "uint8": np.uint8, "int16": np.int16, "bool": np.bool_,
             }.get(dtype, np.float32)(v)
@@ -705,27 +711,6 @@ def _struct_bind(h: Harness, device: str, target: str, launch_h: Harness,
         return binder(ns, _dim3(_eval(launch_h.grid, ns, "grid")), _dim3(_eval(launch_h.block, ns, "block")),
                       int(launch_h.shared_bytes or 0))
     return bind
-
-
-def relaunched(h: Harness) -> Harness:
-    """``h`` with the grid, block and shared bytes the candidate's ``main()`` launches with.
-
-    Only for an inferred CUDA direct launch whose candidate (:attr:`Harness.path`) is not the starting kernel:
-    its ``main()`` is read again (:func:`htam_core.harness.infer_cuda.infer_cuda_harness`) and, when it still
-    parses to the same inputs, its launch configuration replaces the inferred one. Any other harness (a
-    ``grid`` written in ``htam.toml`` is the user's) comes back unchanged. Never raises: a ``main()`` that no
-    longer parses keeps the inferred configuration.
-    """
-    if (not h.traits.inferred or not traits(h.language).nvcc_build or h.grid is None
-            or Path(h.path).resolve() == Path(h.oracle_path or "").resolve()):
-        return h
-    try:
-        again = infer_cuda_harness(h.path, h.kernel)
-    except (HarnessError, OSError):
-        return h
-    if again.grid is None or [i.name for i in again.inputs] != [i.name for i in h.inputs]:
-        return h
-    return dataclasses.replace(h, grid=again.grid, block=again.block, shared_bytes=again.shared_bytes)
 
 
 def returned_inputs(outs: list[Any], inputs: list[Any]) -> set[int]:

@@ -43,9 +43,12 @@ from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, block_thread
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
-from htam_core.transforms.registry import register
+from htam_core.transforms.registry import compose_after, register
 from htam_core.types.profile import Profile
 
+#: The step that makes an elementwise body a grid-stride loop over a device-sized grid
+#: (:mod:`htam_core.transforms.cuda_loops`).
+GRID_STRIDE = "cuda.grid_stride"
 ACC = "htam_acc"
 PART = "htam_part"
 #: Element types a register sum and a warp shuffle take (``atomicAdd``'s 32- and 64-bit overloads).
@@ -239,7 +242,25 @@ class CudaPrivatizeAtomic(CudaTransform):
         edits.sort(key=lambda e: e.start_byte)
         cand = self.candidate(model, self._description(unit, kernel, a, len(ups)), self._params(unit, a), edits)
         cand.changes_numerics = cand.reorders_only = self._reorders(unit, a)
-        return [cand]
+        return self._grid_stride_first(unit, model, kernel, profile) + [cand]
+
+    def _grid_stride_first(self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
+                           ) -> list[Candidate]:
+        """The coarsened form, first when it can be made: a one-element-per-thread body whose atomic is the kernel's
+        only output into a grid-wide total (:meth:`~htam_core.source.analysis.KernelFacts.grid_total`: the total
+        is the same for any grid) becomes a grid-stride loop over a grid capped at a multiple of the SM count
+        (``cuda.grid_stride``, launches in this file), then privatized: each thread sums many elements in its
+        register and the grid sends a few thousand atomics instead of one per block of the original grid. ``[]``
+        when the body is not elementwise, the kernel already strides, the launch cannot be edited here, or the
+        result is per block."""
+        if not unit.facts.grid_total() or kernel.features.has_grid_stride_loop or not unit.launches_editable:
+            return []
+        composed = compose_after(GRID_STRIDE, self, model, kernel, profile)
+        if isinstance(composed, NotApplicable):
+            return []
+        for c in composed:
+            c.params = {**c.params, "form": "grid_stride"}
+        return composed
 
     def _frame(self, unit: CudaUnit, a: UniformAtomic, ident: str) -> list[TextEdit]:
         """The accumulator's declaration after the body's ``{`` and the block's combine before its ``}`` (with the

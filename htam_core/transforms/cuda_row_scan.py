@@ -112,7 +112,7 @@ class CudaRowScan(CudaTransform):
             model,
             f"give each row of {kernel.name} to a warp: the row in chunks of {WARP} columns (coalesced loads), an "
             f"{kind} running {s.op} by __shfl_up_sync scan plus the carry of the earlier chunks (__shfl_sync), "
-            f"{WARP}x the blocks" + ("" if s.exact else f" (float {s.op}s change order)")
+            f"{WARP}x the blocks" + _order_note(s, unit.facts.type_instantiations)
             + ("; a block size known only at run time is rounded up to a multiple of 32" if rounded else ""),
             {"scan": kind, "op": s.op, "element_type": s.acc_type, "launches": len(unit.launches),
              "rounded_blocks": len(rounded)},
@@ -120,3 +120,14 @@ class CudaRowScan(CudaTransform):
         )
         cand.changes_numerics = cand.reorders_only = not s.exact
         return [cand]
+
+
+def _order_note(s: RowScan, instantiations: tuple[tuple[str, tuple[str, ...]], ...]) -> str:
+    """The description's note on the order of the combines: said only for a floating running value (an integer
+    sum is exact in any grouping); for a template type no launch binds, said on that condition."""
+    if s.exact:
+        return ""
+    floating = s.floating(instantiations)
+    if floating is None:
+        return f" ({s.op}s change order if {s.acc_type} is a floating type)"
+    return f" (float {s.op}s change order)" if floating else ""

@@ -22,6 +22,7 @@ from htam_core.harness.base import Harness, HarnessError
 from htam_core.harness.find import find_harness
 from htam_core.harness.infer_cuda import inferred_summary
 from htam_core.harness.pysource import read_py_facts
+from htam_core.harness.relaunch import relaunch
 from htam_core.harness.spec import (
     SPEC_FILENAME,
     check_reference,
@@ -339,6 +340,9 @@ def verify_candidate(candidate: str | Path, harness: Harness | None, *, harness_
     source = harness.description() if harness is not None else None
     if harness is not None and harness.traits.inferred and traits(harness.language).nvcc_build:
         messages.append("inferred harness: " + "; ".join(s.strip() for s in inferred_summary(harness)[1:]))
+        # the launch the candidate runs on: its own main()'s (the worker reads it the same way), or why not
+        if own_launch := relaunch(dataclasses.replace(harness, path=str(path.resolve())))[1]:
+            messages.append(own_launch)
     if harness is None:
         messages.append(f"no harness: the correctness check did not run. {harness_error or ''}".strip())
         status: VerdictStatus = "refused" if static_refused else "unverified"

@@ -967,16 +967,21 @@ def new_findings(candidate: Iterable[GuardFinding], original: Iterable[GuardFind
     A user's own launcher may legitimately use a stream or ``__half`` (``main()`` and ``__main__`` self-tests
     are never judged, see :mod:`htam_core.source.scope`); a transform or LLM candidate derived from it should
     be judged on what *it* introduced. Findings are
-    matched by ``(rule_id, message)`` with multiplicity, ignoring lines (edits move code).
+    matched by ``(rule_id, message)``, ignoring lines (edits move code): a refusing finding with multiplicity (a
+    second stream is a new escape), a labelling one by presence. A label names a property of the code (TF32, a
+    reduced-precision type or conversion, a persisting L2 window): when the start already has it, more uses of it
+    are the start's property spread over more lines (a vector loop and its scalar tail both convert ``__half`` as
+    the start did), not one the candidate introduced; numerics are judged by the verification either way.
     """
     budget: dict[tuple[str, str], int] = {}
     for f in original:
         budget[(f.rule_id, f.message)] = budget.get((f.rule_id, f.message), 0) + 1
+    had = set(budget)
     out: list[GuardFinding] = []
     for f in candidate:
         k = (f.rule_id, f.message)
         if budget.get(k, 0) > 0:
             budget[k] -= 1
-        else:
+        elif not (f.severity == "label" and k in had):
             out.append(f)
     return out

@@ -40,6 +40,15 @@ def _propose(kernel: str, text: str | None = None, path: Path = FILE):
     return registry.propose(TID, model, model.kernel(kernel))
 
 
+def _plain(kernel: str, text: str | None = None, path: Path = FILE):
+    """The step's in-place candidate (the grid and the body's shape kept), the last one proposed."""
+    cs = _propose(kernel, text, path)
+    assert not isinstance(cs, NotApplicable), cs.reason
+    plain = [c for c in cs if c.params["form"] != "grid_stride"]
+    assert len(plain) == 1 and cs[-1] is plain[0]
+    return plain[0]
+
+
 def _body(text: str, kernel: str) -> str:
     body = text[text.index(f"void {kernel}("):]
     return body[: body.index("\n}\n")]
@@ -56,9 +65,7 @@ def _body(text: str, kernel: str) -> str:
     ("row_sums", "htam_acc += static_cast<float>(m[row * cols + c]);", "atomicAdd(&rows[row], htam_acc);"),
 ])
 def test_the_update_is_folded_and_one_atomic_is_left(kernel, fold, final):
-    cs = _propose(kernel)
-    assert not isinstance(cs, NotApplicable), cs.reason
-    (c,) = cs
+    c = _plain(kernel)
     body = _body(c.new_text, kernel)
     assert fold in body
     head, combine = body.split("__syncthreads();")
@@ -69,7 +76,7 @@ def test_the_update_is_folded_and_one_atomic_is_left(kernel, fold, final):
 
 
 def test_identities_and_numeric_contract():
-    by = {k: _propose(k)[0] for k in ("sum_guarded", "max_int", "min_unsigned", "count_positive", "sum_stride")}
+    by = {k: _plain(k) for k in ("sum_guarded", "max_int", "min_unsigned", "count_positive", "sum_stride")}
     assert "float htam_acc = 0;" in by["sum_guarded"].new_text and by["sum_guarded"].reorders_only
     assert "int htam_acc = (-2147483647 - 1);" in by["max_int"].new_text and not by["max_int"].changes_numerics
     assert "unsigned int htam_acc = 0xffffffffu;" in by["min_unsigned"].new_text
@@ -79,14 +86,14 @@ def test_identities_and_numeric_contract():
 
 
 def test_an_early_return_keeps_the_body_in_a_lambda():
-    (c,) = _propose("sum_return")
+    c = _plain("sum_return")
     body = _body(c.new_text, "sum_return")
     assert body.index("[&] {") < body.index("return;") < body.index("}();") < body.index("__syncthreads();")
     assert c.params["form"] == "in_lambda" and "lambda" in c.description
 
 
 def test_a_2d_block_uses_the_linear_rank_and_the_launch_is_reported():
-    (c,) = _propose("sum_2d_block")
+    c = _plain("sum_2d_block")
     assert "(threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x" in c.new_text
     assert c.params["block"] == [128]
 
@@ -130,7 +137,7 @@ def test_a_half_instantiation_is_refused_and_a_float_one_made():
             "void run(const TYPE *x, TYPE *o, int n) { k<TYPE><<<(n + 255) / 256, 256>>>(x, o, n); }\n")
     r = _propose("k", text.replace("TYPE", "__half"))
     assert isinstance(r, NotApplicable) and "__half" in r.reason
-    (c,) = _propose("k", text.replace("TYPE", "float"))
+    c = _plain("k", text.replace("TYPE", "float"))
     assert "T htam_acc = static_cast<T>(0);" in c.new_text
 
 
@@ -146,8 +153,9 @@ def test_the_users_kernel_ranks_the_step_first_and_not_vectorize():
     names = [s.strategy for s in steps]
     assert names[0] == "privatize_uniform_atomic", names
     assert "vectorize_loads" not in names and "privatize_atomics" not in names
-    (c,) = registry.propose(TID, model, k)
-    assert "atomicAdd(result, htam_acc);" in c.new_text
+    cs = registry.propose(TID, model, k)
+    assert [c.params["form"] for c in cs] == ["grid_stride", "inline"]  # the user's file launches it
+    assert all("atomicAdd(result, htam_acc);" in c.new_text for c in cs)
 
 
 def test_a_single_thread_atomic_is_not_contention():
@@ -196,7 +204,7 @@ def test_the_privatized_kernel_gives_the_same_result_on_the_cpu(kernel, tmp_path
     want = run_block_main(FILE.read_text(), kernel, main, tmp_path)
     untouched = run_block_main(FILE.read_text(), kernel, _MAIN.replace("CALL", ""), tmp_path)
     assert want != untouched  # the kernel changed its output: a candidate that drops updates fails
-    (c,) = _propose(kernel)
+    c = _plain(kernel)
     assert run_block_main(c.new_text, kernel, main, tmp_path) == want
 
 
@@ -204,13 +212,13 @@ def test_the_privatized_kernel_gives_the_same_result_on_the_cpu(kernel, tmp_path
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_candidates_compile(kernel, tmp_path):
-    (c,) = _propose(kernel)
-    assert_nvcc_compiles(c.new_text, tmp_path)
+    for c in _propose(kernel):
+        assert_nvcc_compiles(c.new_text, tmp_path)
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_the_users_kernel_compiles(tmp_path):
-    (c,) = _propose("sum_atomic", path=USER)
+    c = _plain("sum_atomic", path=USER)
     assert_nvcc_compiles(c.new_text, tmp_path)
 
 
@@ -221,5 +229,63 @@ def test_a_kernel_in_a_python_string_is_privatized_too():
             '"""\nmod = load_inline(name="s", cpp_sources="", cuda_sources=cuda_src, functions=[])\n')
     model = parse_text(text, "python", "k.py")
     assert model.kernel("sum_kernel").language == "cuda-in-python"
-    (c,) = registry.propose(TID, model, model.kernel("sum_kernel"))
+    (c,) = registry.propose(TID, model, model.kernel("sum_kernel"))  # no launch in the file: the in-place form only
     assert "if (htam_lane == 0) atomicAdd(out, htam_acc);" in c.new_text and c.new_text.count('"""') == 2
+
+
+# ---------------------------------------------------------------- the coarsened form (grid-stride, then privatized)
+_OWN = """
+__global__ void k(const float *x, float *out, float *y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { BODY }
+}
+LAUNCH
+"""
+_RUN = "void run(const float *x, float *out, float *y, int n) { k<<<(n + 255) / 256, 256>>>(x, out, y, n); }"
+
+
+@pytest.mark.parametrize(("kernel", "fn"), [("sum_guarded", "atomicAdd"), ("max_int", "atomicMax")])
+def test_a_grid_wide_total_gets_the_grid_stride_form_first(kernel, fn):
+    cs = _propose(kernel)
+    assert not isinstance(cs, NotApplicable), cs.reason
+    first = cs[0]
+    assert first.params["form"] == "grid_stride" and first.params["after"] == "cuda.grid_stride"
+    body = _body(first.new_text, kernel)
+    assert "for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += " in body
+    assert body.count(f"{fn}(") == 1 and f"if (htam_lane == 0) {fn}(" in body
+    host = first.new_text[first.new_text.index("void run_all"):]
+    assert f"{kernel}<<<htam_sm_grid(" in host.replace(" ", "").replace("<<<htam_sm_grid(", "<<<htam_sm_grid(") or \
+        f"{kernel}<<<htam_sm_grid(" in host
+    assert "grid-stride loop" in first.description and "one " + fn in first.description
+
+
+@pytest.mark.skipif(compiler() is None, reason="no host C++ compiler")
+@pytest.mark.parametrize("kernel", ["sum_guarded", "max_int", "count_positive"])
+def test_the_grid_stride_form_gives_the_same_total_on_a_small_grid(kernel, tmp_path):
+    """The coarsened kernel on 3 blocks (each thread many elements) gives the start's total on its full grid."""
+    text = FILE.read_text()
+    if kernel == "count_positive":  # give it a launch in the file, as the other two have
+        text = text.replace("    max_int<<<", "    count_positive<<<(n + 255) / 256, 256>>>(x, ri, n);\n    max_int<<<")
+    model = parse_text(text, "cuda", str(FILE))
+    cs = registry.propose(TID, model, model.kernel(kernel))
+    assert not isinstance(cs, NotApplicable) and cs[0].params["form"] == "grid_stride"
+    want = run_block_main(text, kernel, _MAIN.replace("CALL", _CALLS[kernel]), tmp_path)
+    small = _CALLS[kernel].replace("htam_launch((n + 99) / 100,", "htam_launch(3,").replace(
+        "htam_launch((n + 127) / 128,", "htam_launch(3,").replace("htam_launch((n + 255) / 256,", "htam_launch(3,")
+    assert small != _CALLS[kernel]
+    assert run_block_main(text, kernel, _MAIN.replace("CALL", small), tmp_path) != want  # the start misses elements
+    assert run_block_main(cs[0].new_text, kernel, _MAIN.replace("CALL", small), tmp_path) == want
+
+
+@pytest.mark.parametrize(("body", "launch", "grid_stride"), [
+    ("atomicAdd(out, x[i] * x[i]);", _RUN, True),                    # the control: a grid-wide total alone
+    ("atomicAdd(out, x[i]); y[i] = 2.0f * x[i];", _RUN, False),      # another output: its grid is the element's
+    ("atomicAdd(out, x[i] * x[i]);", "", False),                      # launched elsewhere: the grid is not ours
+    ("atomicAdd(&out[blockIdx.y], x[i]);", _RUN, False),             # a per-block total: the grid is its contract
+])
+def test_the_grid_stride_form_only_where_the_grid_is_free(body, launch, grid_stride):
+    cs = _propose("k", _OWN.replace("BODY", body).replace("LAUNCH", launch))
+    assert not isinstance(cs, NotApplicable), cs.reason
+    assert (cs[0].params["form"] == "grid_stride") is grid_stride
+    assert cs[-1].params["form"] != "grid_stride"

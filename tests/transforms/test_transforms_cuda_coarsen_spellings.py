@@ -2,7 +2,8 @@
 :func:`~htam_core.source.analysis.block_load.guarded_block_load`): a conditional either way round, a register zeroed
 then loaded under an ``if`` (with and without braces, in a template), a register from a conditional, an ``if``/
 ``else`` store, the identity stored then overwritten, a register declared then set in both branches, a register of
-another type (each element converted to it), a compound guard, cooperative-groups barriers. A kernel that reads the
+another type (each element converted to it), a compound guard, a guard that reads the element (a count),
+cooperative-groups barriers. A kernel that reads the
 load's register or index after the tree is refused (the elements past the smaller grid would not reach that code),
 and so are a guard term that differs between blocks and a sum whose value past the bound is not zero.
 
@@ -29,7 +30,7 @@ SIZES = (1, 127, 1000, 5003)
 KERNELS = {
     "ternary_flipped": "all", "braced_register": "all", "template_register": "all",
     "conditional_register": "all", "if_else_store": "all", "identity_then_load": "all", "declared_if_else": "all",
-    "int_register": "truncated", "compound_guard": "not_1_mod_3", "cg_if_else": "all",
+    "int_register": "truncated", "compound_guard": "not_1_mod_3", "cg_if_else": "all", "count_in_guard": "count",
 }
 
 
@@ -50,6 +51,11 @@ def test_the_load_becomes_one_grid_stride_accumulation(cand, kernel):
     assert [a.name for a in gs.accumulators] == ["htam_acc"]
     assert "s[tid]" not in body and body.count("atomicAdd(out, htam_acc);") == 1
     assert "in[i]" not in body and "float v" not in body and "T v" not in body  # the load's statements are gone
+
+
+def test_an_element_read_in_the_guard_is_tested_for_each_element(cand):
+    body = _kernel_text(cand(TID, FILE, "count_in_guard")[0].new_text, "count_in_guard")
+    assert "if (in[htam_j] > 0.0f) htam_acc += 1.0f;" in body
 
 
 def test_a_compound_guard_guards_each_element(cand):
@@ -101,6 +107,8 @@ def _expected(kind: str) -> list[float]:
     out: list[float] = []
     for n in SIZES:
         xs = [0.5 * ((k * 7) % 13) - 3.0 for k in range(n) if kind != "not_1_mod_3" or k % 3 != 1]
+        if kind == "count":  # the element read in the guard: the positive ones counted
+            xs = [1.0 for x in xs if x > 0.0]
         out += [sum(float(int(x)) if kind == "truncated" else x for x in xs), 0.0]
     return out
 

@@ -146,3 +146,12 @@ def test_the_block_scan_reads_an_aliased_integer_accumulator_as_exact(alias, tmp
     assert "__shfl_up_sync" in c.new_text and c.changes_numerics is False
     if shutil.which("nvcc") is not None:
         assert_nvcc_compiles(c.new_text, tmp_path, "k.cu")
+
+
+@pytest.mark.parametrize(("alias", "note"), [("typedef float I;", True), ("using I = double;", True),
+                                             ("typedef int64_t I;", False)])
+def test_the_description_notes_the_order_of_an_aliased_float_sum(alias, note):
+    """A float running value spelled through an alias is a float sum (the note says so plainly, not "if I is a
+    floating type"); an integer one gets no note."""
+    d = _candidate(_row(alias)).description
+    assert ("(float sums change order)" in d) is note and "if I is" not in d, d

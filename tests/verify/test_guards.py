@@ -243,6 +243,27 @@ def test_new_findings_ignore_what_the_original_already_had() -> None:
     assert [f.rule_id for f in added] == ["result-cache"]
 
 
+_HALF = """#include <cuda_fp16.h>
+__global__ void sig(const __half* x, __half* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { float v = __half2float(x[i]); y[i] = __float2half(1.0f / (1.0f + expf(-v))); }
+}
+"""
+
+
+def test_a_label_the_start_has_is_not_new_on_more_lines() -> None:
+    """A vector loop and its scalar tail repeat the start's __half conversions: no new label; a type the start does
+    not use (bfloat16), or a refusing finding repeated, still is new."""
+    before = check_source(_HALF, "cuda")
+    assert labels(before) == ["reduced-precision"]
+    spread = _HALF.replace("if (i < n) {", "__half a = x[0]; __half b = __float2half(2.0f);\n    if (i < n) {")
+    assert labels(check_source(spread, "cuda")) == ["reduced-precision"]
+    assert new_findings(check_source(spread, "cuda"), before) == []
+    other = spread.replace("__half a = x[0];", "__nv_bfloat16 a = __float2bfloat16(1.0f);")
+    assert {f.message for f in new_findings(check_source("#include <cuda_bf16.h>\n" + other, "cuda"), before)} >= {
+        "uses reduced-precision type __nv_bfloat16"}
+
+
 # --- robustness: any input gives findings, never an exception ---------------------------------
 
 

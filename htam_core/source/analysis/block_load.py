@@ -13,6 +13,11 @@ shared slot. Kernel developers spell that in several equivalent ways; all of the
     if (i < n) sdata[tid] = in[i]; else sdata[tid] = 0.0f;    // an if/else store
     sdata[tid] = 0.0f; if (i < n) sdata[tid] = in[i];         // the identity stored, then overwritten in range
 
+A guard term may read the element itself, the branch then being a value the same for every element (a count
+or a selection)::
+
+    sdata[tid] = (i < n && in[i] > thr) ? 1u : 0u;            // (i < n) ? (in[i] > thr ? 1u : 0u) : 0u
+
 The slot may also receive a per-element expression of the loaded value, on either side of the guard::
 
     sdata[tid] = (i < n) ? in[i] * in[i] : 0.0f;              // f(in[i]) in the guarded branch
@@ -297,6 +302,23 @@ def _split_load(view: KernelView, g: _Guarded) -> _Split | None:
             acc, node = found
         if acc is not None and acc.space == "global" and acc.kind == "read":
             return _Split(acc, node, unwrap_parens(load), ident, positive_terms(g.cond, view.src, exit_))
+    return _split_in_guard(view, g)
+
+
+def _split_in_guard(view: KernelView, g: _Guarded) -> _Split | None:
+    """The :class:`_Split` of a guarded value whose element is read in the guard, not in a branch: ``(i < n &&
+    x[i] > thr) ? 1u : 0u`` is ``(i < n) ? (x[i] > thr ? 1u : 0u) : 0u``, a count or selection where the guard's
+    term reading ``x[i]`` (a per-element test, :func:`_reads_in`) becomes an extra term and the chosen branch a
+    value that is the same for every element (``1u``, ``w``). ``None`` when no guard term reads an element or the
+    branch is not such a value."""
+    for value, ident, exit_ in ((g.yes, g.no, False), (g.no, g.yes, True)):
+        if any(_access(view, n) is not None for n in syn.subscripts(value)) or not _per_element(view, value, []):
+            continue
+        terms = positive_terms(g.cond, view.src, exit_)
+        for term in terms:
+            found = _reads_in(view, unwrap_parens(term.node))
+            if found is not None and any(t.var == found[0].index_text and t.bound is not None for t in terms):
+                return _Split(found[0], found[1], unwrap_parens(value), ident, terms)
     return None
 
 
@@ -341,9 +363,9 @@ def _extra_parts(view: KernelView, term: GuardTerm, index: str) -> tuple[str, ..
     """The positive text of an extra guard term split at the uses of ``index``, or why it cannot follow the index
     to the other elements of a thread (an effect, or a value that differs between threads)."""
     node = unwrap_parens(term.node)
-    if not effect_free(node):
+    if not pure_expression(view, node):
         return f"the guard term `{term.text}` is not side-effect free"
-    if any(not _uniform(view, n) for n in syn.identifiers(node) if view.t(n) != index):
+    if not _per_element(view, node, syn.references(node, view.src, index)):
         return f"the guard term `{term.text}` reads a value that differs between threads"
     if term.compare is not None:
         left, op, right = term.compare

@@ -32,7 +32,9 @@ preprocessing system includes.
 from __future__ import annotations
 
 import ast
+import math
 import re
+import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -68,6 +70,75 @@ SIZEOF: dict[str, int] = {
     "long": 8, "unsigned long": 8, "long long": 8, "unsigned long long": 8, "int64_t": 8, "uint64_t": 8,
     "size_t": 8, "double": 8, "float2": 8, "int2": 8, "float4": 16, "int4": 16, "double2": 16,
 }
+
+
+def to_half(x: Value) -> float:
+    """``x`` rounded to the nearest IEEE binary16 value, ties to even (``__float2half``; past the largest finite
+    half, 65504, the infinity of its sign, as round-to-nearest gives)."""
+    try:
+        return struct.unpack("<e", struct.pack("<e", float(x)))[0]
+    except OverflowError:
+        return math.copysign(math.inf, float(x))
+
+
+def to_bfloat16(x: Value) -> float:
+    """``x`` rounded to the nearest bfloat16 value (the upper 16 bits of its float32), ties to even
+    (``__float2bfloat16``); infinities and NaN stay."""
+    try:
+        bits = struct.unpack("<I", struct.pack("<f", float(x)))[0]
+    except OverflowError:
+        return math.copysign(math.inf, float(x))
+    if bits & 0x7F800000 == 0x7F800000:
+        return float(x)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
+def _int_rn(x: Value) -> int:
+    return round(x)  # Python rounds ties to even, as the _rn intrinsics do
+
+
+def _to_float(x: Value) -> float:
+    try:
+        return struct.unpack("<f", struct.pack("<f", float(x)))[0]
+    except OverflowError:
+        return math.copysign(math.inf, float(x))
+
+
+#: CUDA's conversion intrinsics of one argument, folded where the argument is a constant: name -> (the C type of
+#: the result, the conversion). From the CUDA Math API's "Half Precision Conversion", "Bfloat16 Precision
+#: Conversion", "Type Casting Intrinsics" sections (``_rn``: to nearest, ties to even; ``_rz`` toward zero,
+#: ``_rd`` down, ``_ru`` up); a conversion from an integer type is exact below 2^24 (float) or 2^11 (half). The
+#: type constructors ``__half(x)`` and ``__nv_bfloat16(x)`` round the same way. The one table: :func:`evaluate` and
+#: the host-code evaluator (:mod:`htam_core.harness.cu_eval`) both read it.
+CONVERSIONS: dict[str, tuple[str, Callable[[Value], Value]]] = {
+    **dict.fromkeys(("__float2half", "__float2half_rn", "__double2half", "__int2half_rn", "__uint2half_rn",
+                     "__ll2half_rn", "__ull2half_rn", "__short2half_rn", "__ushort2half_rn", "__half", "half"),
+                    ("__half", to_half)),
+    **dict.fromkeys(("__float2bfloat16", "__float2bfloat16_rn", "__double2bfloat16", "__int2bfloat16_rn",
+                     "__uint2bfloat16_rn", "__ll2bfloat16_rn", "__short2bfloat16_rn", "__nv_bfloat16"),
+                    ("__nv_bfloat16", to_bfloat16)),
+    **dict.fromkeys(("__half2float", "__bfloat162float", "__low2float", "__int2float_rn", "__uint2float_rn",
+                     "__ll2float_rn", "__ull2float_rn", "__double2float_rn"), ("float", _to_float)),
+    **dict.fromkeys(("__int2double_rn", "__uint2double_rn", "__ll2double_rn", "__ull2double_rn"),
+                    ("double", float)),
+    **dict.fromkeys(("__float2int_rn", "__double2int_rn", "__half2int_rn", "__float2ll_rn"), ("int", _int_rn)),
+    **dict.fromkeys(("__float2int_rz", "__double2int_rz", "__half2int_rz", "__float2ll_rz"), ("int", math.trunc)),
+    **dict.fromkeys(("__float2int_rd", "__double2int_rd", "__half2int_rd", "__float2ll_rd"), ("int", math.floor)),
+    **dict.fromkeys(("__float2int_ru", "__double2int_ru", "__half2int_ru", "__float2ll_ru"), ("int", math.ceil)),
+}
+
+
+def convert(name: str, v: Value) -> Value | None:
+    """The value of conversion intrinsic ``name`` (a key of :data:`CONVERSIONS`) applied to
+    ``v``, or ``None`` when ``name`` is none or the conversion has no value (an infinity to an integer)."""
+    entry = CONVERSIONS.get(name)
+    if entry is None:
+        return None
+    try:
+        return entry[1](v)
+    except (OverflowError, ValueError, TypeError):
+        return None
 
 
 def literal_value(text: str) -> Value | None:
@@ -209,6 +280,8 @@ def evaluate(node: Node | None, lookup: Lookup, depth: int = 0) -> Value | None:
             return out
         if name in MINMAX and len(vals) == 2 and None not in vals:
             return MINMAX[name](vals)  # type: ignore[type-var]
+        if name in CONVERSIONS and len(vals) == 1 and vals[0] is not None:
+            return convert(name, vals[0])
         return None
     if t == "preproc_arg":
         return evaluate_text(node_text(node), lookup, depth + 1)
@@ -356,6 +429,23 @@ class ConstEnv:
         inner = [e for e in outer if path[:len(e.namespaces)] == e.namespaces]
         return max(inner, key=lambda e: len(e.namespaces)) if inner else outer[0]
 
+    def enumerator_value(self, name: str, at_byte: int | None = None) -> int | None:
+        """The value of the enumerator a use of ``name`` (``BLOCK``, ``cfg::BLOCK``, ``Hist::Threads``) at byte
+        ``at_byte`` of the unit sees (:meth:`enumerator`: one of the function holding the use first; ``None``: a use
+        at file scope), else the one of that name in the local headers (nearest include first). ``None`` when no
+        enumerator answers to ``name`` or its value is not a constant. The host-code evaluator of the harness
+        (:mod:`htam_core.harness.cu_eval`) reads enumerators through it, so both read them by the same rules."""
+        scope = self.function_at(at_byte) if at_byte is not None else None
+        e = self.enumerator(name, scope, at_byte)
+        if e is not None:
+            c = self._enum_const(e, frozenset())
+            return c.value if c is not None else None
+        for env in reversed(self._header_consts()):
+            v = env.enumerator_value(name)
+            if v is not None:
+                return v
+        return None
+
     def _enum_const(self, e: Enumerator, seen: frozenset[str]) -> Const | None:
         """The value of enumerator ``e``: its ``= value`` read in its enum's scope (its siblings visible by their
         plain names), or the previous enumerator's plus one, 0 for the first ([dcl.enum] 2); rewritable through
@@ -459,12 +549,16 @@ class ConstEnv:
             self._headers = local_headers(self.src, self.path)
         return self._headers
 
-    def _from_headers(self, name: str, seen: frozenset[str]) -> Value | None:
-        """Value of file-scope ``name`` as the included local headers define it (nearest include first)."""
+    def _header_consts(self) -> list[ConstEnv]:
+        """The constant environments of the local headers, in include order (the nearest include last)."""
         if self._header_envs is None:
             hs = self.headers()
             self._header_envs = [ConstEnv(h.src, h.root, headers=hs[:i]) for i, h in enumerate(hs)]
-        for env in reversed(self._header_envs):
+        return self._header_envs
+
+    def _from_headers(self, name: str, seen: frozenset[str]) -> Value | None:
+        """Value of file-scope ``name`` as the included local headers define it (nearest include first)."""
+        for env in reversed(self._header_consts()):
             v = env._name(name, None, None, seen)
             if v is not None:
                 return v

@@ -232,16 +232,29 @@ _G, _B = sympy.Symbol("htam_global_index"), sympy.Symbol("htam_block_extent")
 def _in_global_terms(e: sympy.Expr, dim: str, block: int | None) -> sympy.Expr:
     """``e`` with the block's extent as one symbol and ``threadIdx.<dim>`` written through the global index
     (``threadIdx = g - blockIdx * extent``): a term ``blockIdx * k * block`` of a known ``block`` counts as
-    ``k`` extents (the launch's ``BLOCK`` macro)."""
+    ``k`` extents (the launch's block written as a constant: a ``BLOCK`` macro, a ``constexpr``, an enumerator or a
+    template argument equal to it), also inside a division or remainder (``(blockIdx.x * THREADS + threadIdx.x) /
+    cols``, the row of the thread's element, is a function of the global index)."""
     bx, bd, tx = sym(f"blockIdx.{dim}"), sym(f"blockDim.{dim}"), sym(f"threadIdx.{dim}")
+    return sympy.expand(_as_extents(e.subs(bd, _B), bx, block).subs(tx, _G - bx * _B))
+
+
+def _as_extents(e: sympy.Expr, bx: sympy.Symbol, block: int | None) -> sympy.Expr:
+    """``e`` with each term ``k * block * blockIdx`` written ``k * extent * blockIdx`` (see :func:`_in_global_terms`),
+    in the arguments of its functions (``div``, ``mod``) too."""
+    if not block:
+        return e
     terms = []
-    for t in sympy.Add.make_args(sympy.expand(e.subs(bd, _B))):
+    for t in sympy.Add.make_args(sympy.expand(e)):
+        factors = [f.func(*[_as_extents(a, bx, block) for a in f.args]) if isinstance(f, sympy.Function) else f
+                   for f in sympy.Mul.make_args(t)]
+        t = sympy.Mul(*factors)
         num, rest = sympy.Mul(*[x for x in sympy.Mul.make_args(t) if x != bx]).as_coeff_Mul()
-        if block and bx in sympy.Mul.make_args(t) and _B not in t.free_symbols and num.is_Integer and num != 0 \
+        if bx in sympy.Mul.make_args(t) and _B not in t.free_symbols and num.is_Integer and num != 0 \
                 and int(num) % block == 0:
             t = (int(num) // block) * rest * _B * bx  # cols * BLOCK * blockIdx: cols extents
         terms.append(t)
-    return sympy.expand(sympy.Add(*terms).subs(tx, _G - bx * _B))
+    return sympy.Add(*terms)
 
 
 def _placed_by_block(e: sympy.Expr | None, dim: str, block: int | None, index_only: bool = False) -> bool:

@@ -1381,16 +1381,33 @@ class KernelFacts:
         if len(self.result_atomics) != 1:
             return None
         res = self.result_atomics[0]
-        if any(x.call_span != res.update.call_span and x.space == "global" for x in self.atomics):
-            return None
-        start, end = res.update.call_span
+        return res if self._only_output(res) else None
+
+    def grid_total(self) -> tuple[UniformAtomic, ...]:
+        """The atomics by which threads send their own contributions to one grid-wide total (:attr:`uniform_atomics`
+        of scope ``"grid"``, one function into one address: ``atomicAdd(loss, d * d)``, ``atomicAdd(count, 1ULL)``)
+        when they are the kernel's only global output; ``()`` otherwise. As for :meth:`grid_free_result`, the total
+        does not depend on how the elements are split among threads and blocks, so a step that covers every element
+        with any grid may coarsen the threads and size the grid to the device. Idea source: NVIDIA developer blog,
+        "Faster Parallel Reductions on Kepler" (Luitjens, 2014)."""
+        ups = [a for a in self.uniform_atomics if a.scope == "grid"]
+        if not ups or len({(a.update.fn, a.update.pointer, a.address_text) for a in ups}) != 1:
+            return ()
+        return tuple(ups) if all(self._only_output(a, ups) for a in ups) else ()
+
+    def _only_output(self, res: UniformAtomic, group: Sequence[UniformAtomic] = ()) -> bool:
+        """``res`` (with the atomics of ``group``) is the kernel's only global output: no other global atomic or
+        write, and its pointer accessed nowhere else."""
+        spans = {res.update.call_span, *(a.update.call_span for a in group)}
+        if any(x.call_span not in spans and x.space == "global" for x in self.atomics):
+            return False
         for a in self.accesses:
-            inside = start <= a.span[0] and a.span[1] <= end
+            inside = any(start <= a.span[0] and a.span[1] <= end for start, end in spans)
             if a.space == "global" and a.kind != "read" and not inside:
-                return None
+                return False
             if a.pointer == res.update.pointer and not inside:
-                return None  # the total is also read or written elsewhere: its value is not only the sum
-        return res
+                return False  # the total is also read or written elsewhere: its value is not only the sum
+        return True
 
     def transpose_loops(self) -> tuple[TransposeLoop, ...]:
         """The outermost loops that transpose a tile row by row (:class:`TransposeLoop`): a loop from 0 to ``T`` by

@@ -30,6 +30,7 @@ running prefix carried between tiles (``BlockScanRunningPrefixOp``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from htam_core.source.analysis import nodes as syn
@@ -37,13 +38,22 @@ from htam_core.source.analysis.block_load import pure_expression
 from htam_core.source.analysis.facts import Accumulator, LoopFact, sym
 from htam_core.source.analysis.forms import Elementwise, KernelView, elementwise
 from htam_core.source.analysis.nodes import Node
-from htam_core.source.analysis.prefix_loop import EXACT_TYPES, _integer_summand, pieces, shuffle_type
+from htam_core.source.analysis.prefix_loop import (
+    EXACT_TYPES,
+    SHUFFLE_TYPES,
+    _integer_summand,
+    pieces,
+    shuffle_type,
+)
 from htam_core.source.analysis.syntax import effect_free, statements, unwrap_parens
 
-__all__ = ["MINMAX_CALLS", "RowScan", "row_scan"]
+__all__ = ["FLOATING_TYPES", "MINMAX_CALLS", "RowScan", "row_scan"]
 
 #: Calls read as a running max or min step ``acc = f(acc, e)``.
 MINMAX_CALLS = frozenset({"fmaxf", "fminf", "fmax", "fmin", "max", "min"})
+#: Floating-point element types, as written or bound at a launch (their sums and products depend on the order).
+FLOATING_TYPES = frozenset({"float", "double", "half", "__half", "__nv_bfloat16", "nv_bfloat16", "at::Half",
+                            "at::BFloat16", "c10::Half", "c10::BFloat16", "long double"})
 
 
 @dataclass(frozen=True)
@@ -57,7 +67,9 @@ class RowScan:
         var: the loop variable; ``var_type`` its declared type as written (``"size_t"``).
         start: the loop's start as written (``"0"``).
         bound: the loop's bound as written, parenthesized unless a name or a literal (``"cols"``).
-        acc: the accumulator; ``acc_type`` its declared type (``"int"``, ``"T"``).
+        acc: the accumulator; ``acc_type`` its declared type as written, without ``const`` (``"int"``, ``"T"``,
+            ``"I"``); ``acc_resolved`` the type that names through the unit's aliases (``"int64_t"`` for ``I`` after
+            ``typedef int64_t I;``; :attr:`KernelView.types`).
         op: ``"sum"``, ``"prod"``, ``"max"`` or ``"min"``.
         combine: the combine of two partial values as a format of ``{a}`` and ``{b}`` (``"{a} + {b}"``,
             ``"fmaxf({a}, {b})"``).
@@ -85,6 +97,7 @@ class RowScan:
     store: tuple[str, ...]
     exact: bool
     lane_writes: tuple[Node, ...]
+    acc_resolved: str = ""
 
     def store_of(self, value: str) -> str:
         """The store with ``value`` (a C identifier) in place of the accumulator."""
@@ -93,6 +106,19 @@ class RowScan:
     def combined(self, a: str, b: str) -> str:
         """The combine of ``a`` and ``b`` (C text)."""
         return self.combine.format(a=a, b=b)
+
+    def floating(self, instantiations: Iterable[tuple[str, Iterable[str]]] = ()) -> bool | None:
+        """Whether the running value is of a floating type (whose sums and products change with their order):
+        ``acc_type`` itself, or for a type template parameter the types the kernel's launches instantiate it with
+        (``instantiations``: :attr:`~htam_core.source.analysis.facts.KernelFacts.type_instantiations`), ``True``
+        when one of them is floating; ``None`` for a template parameter no launch binds."""
+        typ = self.acc_resolved or self.acc_type
+        if typ in SHUFFLE_TYPES:
+            return typ in FLOATING_TYPES
+        bound = dict((n, tuple(ts)) for n, ts in instantiations).get(typ, ())
+        if not bound:
+            return None
+        return any(" ".join(t.replace("const", " ").split()) in FLOATING_TYPES for t in bound)
 
 
 def _op_of(view: KernelView, asg: Node, acc: str) -> tuple[str, str, Node, bool] | None:
@@ -246,7 +272,7 @@ def _finish(view: KernelView, ew: Elementwise, loop: Node, lp: LoopFact, acc: Ac
     b = unwrap_parens(head.bound)
     bound = view.t(b) if syn.is_simple_operand(b) else f"({view.t(b)})"
     return RowScan(ew, lp, loop, head.var, head.type, head.start, bound, acc.name, t, op, combine, element,
-                   inclusive, pieces(view, store.parent, acc.name), exact, writes)
+                   inclusive, pieces(view, store.parent, acc.name), exact, writes, typ[1])
 
 
 def row_scan(view: KernelView) -> RowScan | str:

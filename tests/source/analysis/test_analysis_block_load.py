@@ -166,3 +166,33 @@ def test_a_per_element_expression_of_the_load_is_read(load: str) -> None:
 ])
 def test_an_expression_that_is_not_per_element_is_no_guarded_load(load: str) -> None:
     assert not isinstance(guarded_block_load(_view(_kernel(load))), GuardedLoad)
+
+
+#: a guard term that reads the element, the branch a value the same for every element -> (value for index j, the
+#: guard's other terms for index j)
+IN_GUARD = {
+    "sdata[tid] = (i < n && src_ptr[i] > T(0)) ? T(1) : T(0);": ("T(1)", "src_ptr[j] > T(0)"),
+    "sdata[tid] = (src_ptr[i] != T(0) && i < n) ? T(1) : T(0);": ("T(1)", "src_ptr[j] != T(0)"),
+    "sdata[tid] = (i >= n || src_ptr[i] <= T(n)) ? T(0) : T(n);": ("T(n)", "src_ptr[j] > T(n)"),
+    "T c = (i < n && fabsf(src_ptr[i]) > T(1)) ? T(1) : T(0);\nsdata[tid] = c;": ("T(1)", "fabsf(src_ptr[j]) > T(1)"),
+}
+
+
+@pytest.mark.parametrize("load", list(IN_GUARD))
+def test_an_element_read_in_the_guard_is_an_extra_term(load: str) -> None:
+    """A count or selection (`(i < n && x[i] > t) ? 1 : 0`) is the load of a constant under a per-element test."""
+    value, extra = IN_GUARD[load]
+    g = guarded_block_load(_view(_kernel(load)))
+    assert isinstance(g, GuardedLoad), g
+    assert (g.index, g.bound, g.identity, g.src) == ("i", "n", "T(0)", "src_ptr")
+    assert g.value_at("j") == value and g.extra_at("j").replace(" ", "") == extra.replace(" ", "")
+
+
+@pytest.mark.parametrize("load", [
+    "sdata[tid] = (i < n && src_ptr[i] > T(0)) ? T(tid) : T(0);",  # the branch differs between threads
+    "sdata[tid] = (i < n && src_ptr[i + 1] > src_ptr[i]) ? T(1) : T(0);",  # the test reads two indices
+    "sdata[tid] = (i < n && out[0] > T(0)) ? T(1) : T(0);",  # no element at the index: ...
+])
+def test_a_guard_read_that_is_not_per_element_is_no_guarded_load(load: str) -> None:
+    g = guarded_block_load(_view(_kernel(load)))
+    assert not isinstance(g, GuardedLoad) or g.load.index_text == "i" and "out" not in g.src, g
