@@ -52,13 +52,15 @@ from htam_core.source.analysis.launch_macros import launch_view
 from htam_core.source.analysis.syntax import unwrap_parens
 from htam_core.source.parsing import new_parser, node_text
 
-#: harness dtype of an element type (vector types count their scalar: a ``float4*`` buffer is float32).
+#: harness dtype of an element type (vector types count their scalar: a ``float4*`` buffer is float32; an unsigned
+#: integer is the signed dtype of its width, the same bits: ``uint16_t`` samples are int16, drawn by ``randint``).
 DTYPE_OF: dict[str, str] = {
     "float": "float32", "float2": "float32", "float4": "float32", "double": "float64", "double2": "float64",
     "half": "float16", "__half": "float16", "__nv_bfloat16": "bfloat16", "int": "int32", "int2": "int32",
     "int4": "int32", "int32_t": "int32", "unsigned": "int32", "unsigned int": "int32", "uint32_t": "int32",
     "long": "int64", "long long": "int64", "int64_t": "int64", "size_t": "int64", "unsigned long": "int64",
-    "unsigned long long": "int64", "uint64_t": "int64", "short": "int16", "int16_t": "int16",
+    "unsigned long long": "int64", "uint64_t": "int64", "short": "int16", "short int": "int16", "int16_t": "int16",
+    "unsigned short": "int16", "unsigned short int": "int16", "uint16_t": "int16",
     "char": "int8", "signed char": "int8", "int8_t": "int8", "unsigned char": "uint8", "uint8_t": "uint8",
     "bool": "bool",
 }
@@ -343,6 +345,10 @@ def _walk(node: ts.Node) -> list[ts.Node]:
 _HOST_MATH: dict[str, Any] = {"abs": abs, "fabs": abs, "fabsf": abs, "pow": math.pow, "powf": math.pow,
                               "sqrt": math.sqrt, "sqrtf": math.sqrt, "exp": math.exp, "expf": math.exp,
                               "log": math.log, "logf": math.log}
+#: the pitch htam gives a ``cudaMallocPitch`` buffer: the row's bytes rounded up to a multiple of this
+PITCH_ALIGN = 512
+#: the pitched allocation, copy and set calls of the CUDA runtime (:meth:`Program._pitched_call`)
+_PITCHED = frozenset({"cudaMallocPitch", "cudaMemcpy2D", "cudaMemcpy2DAsync", "cudaMemset2D", "cudaMemset2DAsync"})
 _ARGV_PARSERS = {"atoi", "atol", "atoll", "atof", "strtol", "strtoul", "strtoll", "strtof", "strtod", "stoi",
                  "stol", "stoul", "stoll", "stof", "stod"}
 
@@ -754,11 +760,14 @@ class Program:
             for p, a in zip(macro.params, args, strict=False):
                 inner.values[p] = self.ev(a, scope)
             return self.ev(parse_expression(macro.value), inner)
-        if short in self.functions:
-            ret = self._constexpr_return(self.functions[short][0], args, scope)
+        why = ""
+        fn = next((f for f in self.functions.get(short, []) if f.child_by_field_name("body") is not None), None)
+        if fn is not None:
+            ret, why = self._helper_value(fn, args, scope)
             if ret is not None:
                 return ret
-        raise Unknown(f"`{node_text(node)}` (line {line_of(node)}) calls {short}, which htam does not evaluate")
+        raise Unknown(f"`{node_text(node)}` (line {line_of(node)}) calls {short}, which htam does not evaluate"
+                      + (f" ({why})" if why else ""))
 
     @staticmethod
     def _converted(name: str, node: ts.Node, v: Any) -> Any:
@@ -773,16 +782,71 @@ class Program:
             raise Unknown(f"`{node_text(node)}` (line {line_of(node)}) converts a value htam cannot read as a number")
         return out if isinstance(out, int) else Converted(out, CONVERSIONS[name][0])
 
-    def _constexpr_return(self, fn: ts.Node, args: list[ts.Node], scope: Scope) -> Any:
-        """A helper ``int f(int a, int b) { return expr; }`` evaluated with its arguments, else ``None``."""
+    def _helper_value(self, fn: ts.Node, args: list[ts.Node], scope: Scope) -> tuple[Any, str]:
+        """The value of a host helper of numbers called with ``args`` (``static int get_blocks(int64_t n, int64_t t
+        = 256) { int64_t b = (n + t - 1) / t; return b < 4096 ? b : 4096; }``): its declarations, assignments,
+        ``if``/``else`` and ``return`` run in order (a parameter the call does not pass takes its default), the
+        value cast to the return type, as the C++ abstract machine would run it.
+
+        Returns:
+            ``(value, "")``, or ``(None, why)`` when the body holds something else (a loop, a call statement) or
+            ends without a return.
+
+        Raises:
+            Unknown: an argument, a condition or the returned expression is not known here.
+        """
         body = fn.child_by_field_name("body")
-        stmts = [s for s in (body.named_children if body is not None else []) if s.type != "comment"]
-        if len(stmts) != 1 or stmts[0].type != "return_statement" or not stmts[0].named_children:
-            return None
+        bad = _impure_statement(body) if body is not None else None
+        if body is None or bad is not None:
+            return None, f"its body has a {bad.type.replace('_', ' ') if bad is not None else 'missing body'}" + (
+                f" at line {line_of(bad)}" if bad is not None else "")
+        if self._calls_depth > 8:
+            raise Unknown("the calls nest too deep")
         inner = Scope(parent=self.globals)
-        for p, a in zip(param_names(fn), args, strict=False):
-            inner.values[p] = self.ev(a, scope)
-        return self.ev(stmts[0].named_children[0], inner)
+        for i, (d, n) in enumerate(zip(param_declarations(fn), param_names(fn), strict=True)):
+            default = d.child_by_field_name("default_value")
+            if n and i < len(args):
+                inner.values[n] = self.ev(args[i], scope)
+            elif n and default is not None:
+                inner.values[n] = self.ev(default, inner)
+        self._calls_depth += 1
+        try:
+            self._run_helper(body, inner)
+        except _Returned as r:
+            ty = fn.child_by_field_name("type")
+            return (_cast(node_text(ty), r.value) if ty is not None and isinstance(r.value, int | float)
+                    else r.value), ""
+        finally:
+            self._calls_depth -= 1
+        return None, "it ends without a return"
+
+    def _run_helper(self, stmt: ts.Node, scope: Scope) -> None:
+        """Run one statement of a helper of numbers (:meth:`_helper_value`, which checked its kinds).
+
+        Raises:
+            _Returned: a ``return`` was reached, with its value.
+            Unknown: a condition or the returned value is not known here.
+        """
+        if stmt.type == "compound_statement":
+            inner = Scope(parent=scope)
+            for s in stmt.named_children:
+                self._run_helper(s, inner)
+        elif stmt.type == "declaration":
+            self.exec_declaration(stmt, scope)
+        elif stmt.type == "expression_statement":
+            for e in stmt.named_children:
+                self.exec_assignment(e, scope)
+        elif stmt.type == "return_statement":
+            raise _Returned(self.ev(stmt.named_children[0], scope))
+        elif stmt.type == "if_statement":
+            cond = stmt.child_by_field_name("condition")
+            c = self.ev(cond.named_children[-1] if cond is not None and cond.named_children else cond, scope)
+            alt = stmt.child_by_field_name("alternative")
+            if alt is not None and alt.type == "else_clause":
+                alt = alt.named_children[-1] if alt.named_children else None
+            chosen = stmt.child_by_field_name("consequence") if c else alt
+            if chosen is not None:
+                self._run_helper(chosen, scope)
 
     # -- statements --------------------------------------------------------------------------------
     def exec_declaration(self, decl: ts.Node, scope: Scope) -> None:
@@ -918,6 +982,9 @@ class Program:
         fname = node_text(call.child_by_field_name("function") or call)
         args_node = call.child_by_field_name("arguments")
         args = [a for a in (args_node.named_children if args_node is not None else []) if a.type != "comment"]
+        if fname in _PITCHED:
+            self._pitched_call(fname, call, args, scope)
+            return
         if fname not in ("cudaMalloc", "cudaMallocManaged", "cudaMallocAsync", "cudaMemcpy", "cudaMemcpyAsync", "cudaMemset",
                          "cudaMemsetAsync"):
             short = re.sub(r"<.*", "", fname).split("::")[-1].strip()
@@ -930,14 +997,7 @@ class Program:
                     self._written_through_address(a, fname, call, scope)
             return
         if fname.startswith("cudaMalloc") and len(args) >= 2:
-            target = node_text(args[0])
-            var = re.sub(r"^\(.*?\)\s*", "", target).lstrip("&").strip("() ")
-            try:
-                decl = scope.get(var)
-            except KeyError:
-                decl = None
-            elem = decl.elem if isinstance(decl, PtrVar) else (decl.buffer.elem if isinstance(decl, Ptr) else "float")
-            buf = Buffer(var, elem, line_of(call), device=True)
+            var, elem, buf = self._device_buffer(args[0], call, scope)
             try:
                 nbytes = int(self.ev(args[1], scope))
                 buf.numel = nbytes // SIZEOF.get(base_type(elem), 4)
@@ -963,6 +1023,61 @@ class Program:
             if isinstance(dst, Ptr):
                 dst.buffer.filled = "memset" if value == 0 else "host"
                 dst.buffer.fill_byte = value & 0xFF if isinstance(value, int) and value != 0 else None
+
+    @staticmethod
+    def _device_buffer(target: ts.Node, call: ts.Node, scope: Scope) -> tuple[str, str, Buffer]:
+        """``(name, element type, new device buffer)`` of an allocation call's target argument (``&d_x``,
+        ``(void**)&d_x``): the element type is the declared pointer's (``float`` when the name is not declared)."""
+        var = re.sub(r"^\(.*?\)\s*", "", node_text(target)).lstrip("&").strip("() ")
+        try:
+            decl = scope.get(var)
+        except KeyError:
+            decl = None
+        elem = decl.elem if isinstance(decl, PtrVar) else (decl.buffer.elem if isinstance(decl, Ptr) else "float")
+        return var, elem, Buffer(var, elem, line_of(call), device=True)
+
+    def _pitched_call(self, fname: str, call: ts.Node, args: list[ts.Node], scope: Scope) -> None:
+        """The pitched runtime calls (:data:`_PITCHED`): ``cudaMallocPitch(&p, &pitch, width_bytes, rows)`` allocates
+        a device buffer of ``pitch * rows`` bytes and sets ``pitch`` to the row's bytes rounded up to
+        :data:`PITCH_ALIGN` (the runtime may pick another pitch; a program that reads ``pitch`` accepts any pitch
+        of at least the row's bytes); ``cudaMemcpy2D[Async](dst, dpitch, src, spitch, w, h, kind)`` from the host
+        fills ``dst``; ``cudaMemset2D[Async](p, pitch, value, w, h)`` sets it as ``cudaMemset`` does."""
+        if fname == "cudaMallocPitch":
+            if len(args) < 4:
+                return
+            pitch_var = unwrap_parens(args[1])
+            pitch_name = node_text(pitch_var.child_by_field_name("argument")) if \
+                pitch_var.type == "pointer_expression" and pitch_var.child_by_field_name("argument") is not None else ""
+            var, elem, buf = self._device_buffer(args[0], call, scope)
+            try:
+                width, rows = int(self.ev(args[2], scope)), int(self.ev(args[3], scope))
+                pitch = -(-width // PITCH_ALIGN) * PITCH_ALIGN
+                buf.numel = pitch * rows // SIZEOF.get(base_type(elem), 4)
+                if pitch_name.isidentifier():
+                    scope.set(pitch_name, pitch)
+            except Unknown as e:
+                buf.why = f"cudaMallocPitch width or rows `{node_text(args[2])}, {node_text(args[3])}`: {e.reason}"
+                if pitch_name.isidentifier():
+                    scope.set(pitch_name, Unknown(f"`{pitch_name}` is set by cudaMallocPitch (line {line_of(call)}) "
+                                                  f"from a size htam cannot read: {e.reason}"))
+            scope.set(var, Ptr(buf))
+            return
+        try:
+            dst = self.ev(args[0], scope) if args else None
+        except Unknown:
+            return
+        if not isinstance(dst, Ptr):
+            return
+        if fname.startswith("cudaMemcpy2D") and len(args) >= 7 and node_text(args[6]) in (
+                "cudaMemcpyHostToDevice", "cudaMemcpyDefault") and dst.buffer.device:
+            dst.buffer.filled = "host"
+        elif fname.startswith("cudaMemset2D") and len(args) >= 3:
+            try:
+                value = self.ev(args[2], scope)
+            except Unknown:
+                return
+            dst.buffer.filled = "memset" if value == 0 else "host"
+            dst.buffer.fill_byte = value & 0xFF if isinstance(value, int) and value != 0 else None
 
     def _call_with_references(self, short: str, call: ts.Node, args: list[ts.Node], scope: Scope) -> bool:
         """A call of a host function of the program with non-const reference parameters (``void
@@ -1304,6 +1419,33 @@ class Program:
 #: Macros nvcc defines in the host compilation pass (``__CUDA_ARCH__`` is the device pass's only).
 _HOST_PREDEFINED = frozenset({"__CUDACC__", "__NVCC__", "__cplusplus", "__CUDACC_VER_MAJOR__",
                               "__CUDACC_VER_MINOR__", "__CUDACC_VER_BUILD__"})
+
+
+class _Returned(Exception):  # noqa: N818 - control flow of the evaluator
+    """A helper's ``return`` reached (:meth:`Program._run_helper`), with its value."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__("return")
+        self.value = value
+
+
+#: statements a host helper of numbers may hold (:meth:`Program._helper_value`)
+_HELPER_STATEMENTS = frozenset({"compound_statement", "declaration", "expression_statement", "return_statement",
+                                "if_statement", "else_clause", "comment"})
+
+
+def _impure_statement(body: ts.Node) -> ts.Node | None:
+    """The first statement of a helper's ``body`` that is not a declaration, an assignment, an ``if``/``else`` or a
+    ``return`` of a value (a loop, a call statement, a ``switch``), or ``None`` when there is none."""
+    for n in _walk(body):
+        if n.type.endswith("_statement") or n.type in ("declaration", "else_clause"):
+            if n.type not in _HELPER_STATEMENTS:
+                return n
+            if n.type == "expression_statement" and any(e.type != "assignment_expression" for e in n.named_children):
+                return n
+            if n.type == "return_statement" and not n.named_children:
+                return n
+    return None
 
 
 class _OwnLines:

@@ -50,6 +50,14 @@ from htam_core.harness.cu_eval import (
     param_declarations,
     param_names,
 )
+from htam_core.harness.host_callables import (
+    enclosing_lambda,
+    enter_lambda,
+    functor_calls,
+    functor_class,
+    lambda_call,
+    member_scope,
+)
 from htam_core.harness.int_ranges import integer_ranges
 from htam_core.harness.spec import table_header
 from htam_core.harness.toml_render import render_toml
@@ -387,8 +395,65 @@ def _pin_selector(prog: Program, e: Unreached, fns: list[ts.Node], calls: list[t
             f"that launches {kernel.name} (the program's default selects another)")
 
 
+def _run_to_launch(prog: Program, fn: ts.Node, scope: Scope, launch: ts.Node, path: Path) -> Scope:
+    """Run host function ``fn``'s body in ``scope`` up to ``launch`` and return the scope there; a launch inside a
+    lambda of ``fn`` is reached through the lambda's first call after it
+    (:func:`~htam_core.harness.host_callables.enter_lambda`).
+
+    Raises:
+        Unreached: the launch (or the lambda's call) lies under a condition that is false here.
+        HarnessError: the launch is in a lambda whose call htam does not find (it says why).
+    """
+    lam = enclosing_lambda(launch, fn)
+    body = fn.child_by_field_name("body")
+    if lam is None:
+        prog.run_until(body, scope, launch.start_byte)
+        return scope
+    call, why = lambda_call(fn, lam)
+    if call is None:
+        raise HarnessError(f"{path.name}:{line_of(launch)}: {why}; call it, or add a [kernel] table to htam.toml",
+                           missing=True)
+    prog.run_until(body, scope, call.start_byte)
+    return enter_lambda(prog, lam, call, scope, launch.start_byte)
+
+
+def _via_functor(prog: Program, fn: ts.Node, cls: ts.Node, launch: ts.Node, kernel: Kernel, main: ts.Node,
+                 path: Path, outputs: set[str]) -> _Found:
+    """The launch in ``operator()`` (``fn``) of class ``cls``, reached through a call of an object of the class in
+    main() or in a host function main() calls (:func:`~htam_core.harness.host_callables.functor_calls`), with
+    the object's members and the call's arguments bound (:func:`~htam_core.harness.host_callables.member_scope`).
+
+    Raises:
+        HarnessError: no call of an object of the class reaches the launch from main() (it says why).
+    """
+    cname = node_text(cls.child_by_field_name("name"))
+    last: Exception | None = None
+    for caller, call, obj in functor_calls(prog, cls):
+        chains = [[(main, call)]] if caller == main else [
+            [*c, (caller, call)] for c in _chains_from_main(prog, function_name(caller) or "", main)]
+        for chain in chains:
+            try:
+                inner = _run_to_launch(prog, fn, member_scope(prog, fn, cls, call, obj, _scope_at(prog, chain)),
+                                       launch, path)
+            except Unreached as e:
+                last = e
+                continue
+            found = _at_launch(prog, launch, kernel, inner, path, outputs)
+            via = " -> ".join(function_name(f) or "?" for f, _ in chain[1:])
+            found.notes.append(f"launch in `{cname}::operator()` (line {line_of(launch)}), called through the object "
+                               f"`{obj}` at line {line_of(call)}" + (f" (main() -> {via})" if via else " of main()"))
+            return found
+    raise HarnessError(f"{path.name}:{line_of(launch)}: {kernel.name} is launched in `{cname}::operator()`, and "
+                       + (f"no call of a `{cname}` object from main() reaches it ({last})" if last else
+                          f"main() calls no `{cname}` object declared as a variable (directly or through up to two "
+                          "host functions)") + "; add a [kernel] table to htam.toml", missing=True)
+
+
 def _via_host_function(prog: Program, fn: ts.Node, launch: ts.Node, kernel: Kernel, main: ts.Node,
                        path: Path, outputs: set[str], own_bytes: int | None = None) -> _Found:
+    cls = functor_class(fn)
+    if cls is not None:
+        return _via_functor(prog, fn, cls, launch, kernel, main, path, outputs)
     fname = node_text(fn.child_by_field_name("declarator").child_by_field_name("declarator")).split("::")[-1]
     chains = _chains_from_main(prog, fname, main)
     if not chains:
@@ -404,8 +469,7 @@ def _via_host_function(prog: Program, fn: ts.Node, launch: ts.Node, kernel: Kern
         for _ in range(4):  # each round may pin one more case selector
             try:
                 outer = _scope_at(prog, chain)
-                inner = _bind_call(prog, fn, call, outer)
-                prog.run_until(fn.child_by_field_name("body"), inner, launch.start_byte)
+                inner = _run_to_launch(prog, fn, _bind_call(prog, fn, call, outer), launch, path)
                 reached = True
                 break
             except Unreached as e:
@@ -418,7 +482,8 @@ def _via_host_function(prog: Program, fn: ts.Node, launch: ts.Node, kernel: Kern
             continue
         # a host launcher is run from the kernel's file: one defined past ``own_bytes`` (another file) is read
         # as a direct launch
-        names = _launcher_ok(fn, launch, kernel, prog) if own_bytes is None or fn.end_byte <= own_bytes else None
+        names = _launcher_ok(fn, launch, kernel, prog) if (own_bytes is None or fn.end_byte <= own_bytes) \
+            and enclosing_lambda(launch, fn) is None else None
         if names is not None:
             found = _as_launcher(prog, fn, call, outer, kernel, launch, names, outputs)
             if len(chain) > 1:  # the call is in a host function that main() reaches, not in main() itself
@@ -767,9 +832,8 @@ def infer_cuda_harness(path: str | Path, kernel_name: str, model: SourceModel | 
             if fn is None:
                 raise HarnessError(f"{p.name}:{site.line}: the launch is outside any function")
             if fn == main:
-                scope = Scope(parent=prog.globals)
                 try:
-                    prog.run_until(main.child_by_field_name("body"), scope, launch.start_byte)
+                    scope = _run_to_launch(prog, main, Scope(parent=prog.globals), launch, p)
                 except Unreached as e:
                     raise HarnessError(f"{p.name}:{site.line}: main() does not reach this launch ({e})") from None
                 found = _at_launch(prog, launch, kernel, scope, p, outputs)

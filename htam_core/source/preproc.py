@@ -137,6 +137,7 @@ def qualifier_view(src: bytes) -> bytes:
     macros = qualifier_macros(src)
     macros.update(kernel_macros(src))
     macros.update(dict.fromkeys(scope_macros(src), ""))
+    src = _blank_bounds_calls(src)
     if not macros:
         return src
     use = re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in sorted(macros, key=len, reverse=True))
@@ -151,6 +152,74 @@ def qualifier_view(src: bytes) -> bytes:
         if k < len(skip) and skip[k][0] <= m.start() < skip[k][1]:
             continue
         buf[m.start() : m.end()] = repl[m.group(1)]
+    return bytes(buf)
+
+
+_FN_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(([^)\n]*)\)((?:[^\n]*\\\r?\n)*[^\n]*)$", re.M)
+
+
+def _close(text: bytes, open_at: int) -> int:
+    """The offset after the ``)`` that closes the ``(`` at ``open_at`` in ``text``, or ``-1``."""
+    depth = 0
+    for i in range(open_at, len(text)):
+        depth += (text[i] == 0x28) - (text[i] == 0x29)
+        if depth == 0:
+            return i + 1
+    return -1
+
+
+def bounds_call_macros(src: bytes) -> set[str]:
+    """Function-like macros of ``src`` whose expansion is only ``__launch_bounds__(...)`` and qualifier keywords
+    (ATen's ``#define C10_LAUNCH_BOUNDS_1(n) __launch_bounds__((n))``), or one call of such a macro (a macro that
+    fills in an argument of another); their uses stand where a qualifier does, between ``void`` and the kernel's
+    name, and :func:`qualifier_view` reads them as blanks (the launch-bounds reader finds them in the user's text)."""
+    if b"__launch_bounds__" not in src:
+        return set()
+    bodies = {m.group(1).decode("ascii"): re.sub(rb"\\\r?\n", b" ", m.group(3)).split(b"//")[0].strip()
+              for m in _FN_DEFINE.finditer(src)}
+    found: set[str] = set()
+    grew = True
+    while grew:
+        grew = False
+        for name, body in bodies.items():
+            if name not in found and _only_bounds(body, found):
+                found.add(name)
+                grew = True
+    return found
+
+
+def _only_bounds(body: bytes, found: set[str]) -> bool:
+    """``body`` is ``__launch_bounds__(...)`` or calls of the macros of ``found``, with qualifier keywords only."""
+    rest, calls = body, 0
+    for _ in range(8):
+        m = re.search(rb"\b(__launch_bounds__|" + b"|".join(re.escape(f.encode()) for f in found or {"__launch_bounds__"})
+                      + rb")\s*\(", rest)
+        if m is None:
+            break
+        end = _close(rest, m.end() - 1)
+        if end < 0:
+            return False
+        rest, calls = rest[:m.start()] + b" " + rest[end:], calls + 1
+    return calls == 1 and all(t in _KEYWORDS for t in rest.decode("utf-8", "replace").split())
+
+
+def _blank_bounds_calls(src: bytes) -> bytes:
+    """``src`` with each use of a :func:`bounds_call_macros` macro outside preprocessor lines, its arguments
+    included, replaced by spaces (line breaks kept); ``src`` itself when there is none."""
+    names = bounds_call_macros(src)
+    if not names:
+        return src
+    use = re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in sorted(names, key=len, reverse=True))
+                     + rb")\s*\(")
+    skip = [(m.start(), m.end()) for m in _PREPROC_LINE.finditer(src)]
+    buf = bytearray(src)
+    for m in use.finditer(src):
+        if any(a <= m.start() < b for a, b in skip):
+            continue
+        end = _close(src, m.end() - 1)
+        for i in range(m.start(), end if end > 0 else m.start()):
+            if buf[i] not in (0x0A, 0x0D):
+                buf[i] = 0x20
     return bytes(buf)
 
 

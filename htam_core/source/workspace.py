@@ -19,6 +19,10 @@ engine the way the compiler reads them: as one translation unit.
 - :func:`declaring_files` lists the headers that declare a kernel (a step that changes its parameter types
   edits them too).
 
+A file launches the user's kernel only when its launch binds to the user's definition, as the compiler binds it
+(:mod:`htam_core.source.kernel_binding`): a file that defines a kernel of that name itself, or whose includes
+reach another definition and not the user's, launches that other kernel and is left out.
+
 The search is bounded: the kernel file's folder and its sub-folders, or the enclosing git repository
 when there is one within :data:`MAX_LEVELS_UP` levels (or an explicit workspace root), at most
 :data:`MAX_FILES` files of :data:`MAX_SOURCE_BYTES` each, skipping build and environment folders. A file is
@@ -50,6 +54,7 @@ from htam_core.source.analysis.header_macros import define_lines, included_launc
 from htam_core.source.analysis.unit import cuda_fragments
 from htam_core.source.api import parse_text
 from htam_core.source.errors import MAX_SOURCE_BYTES
+from htam_core.source.kernel_binding import OTHER, UNSEEN, binding, binding_through_includers, defines_kernel
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.pylaunch import cupy_handles, cupy_launches, imported_handles, python_text
 
@@ -447,9 +452,28 @@ def _mentions(data: bytes, name: str) -> bool:
 
 def _defines_cuda(data: bytes, name: str) -> bool:
     """Whether ``data`` defines a CUDA kernel called ``name`` itself (another kernel of that name, whose launches
-    are its own): a ``__global__`` definition with a body."""
-    n = re.escape(name.encode())
-    return re.search(rb"__global__[^;{}]*\b" + n + rb"\s*(?:<[^;{}]*>\s*)?\([^;{}]*\)[^;{}]*\{", data) is not None
+    are its own): a ``__global__`` definition with a body
+    (:func:`~htam_core.source.kernel_binding.defines_kernel`)."""
+    return defines_kernel(data, name)
+
+
+def _cuda_binds_elsewhere(path: str, data: bytes, model: SourceModel, kernel: Kernel, root: Path,
+                          files: Mapping[str, str]) -> bool:
+    """Whether the C/C++/CUDA file ``path``'s launches of ``kernel``'s name bind to another kernel of that name: its
+    translation unit (its text and the headers it includes, looked up beside each including file and then in the
+    workspace ``root``) sees another definition and not the user's (:func:`~htam_core.source.kernel_binding.binding`),
+    or, seeing none itself, every file that includes it that sees one sees another
+    (:func:`~htam_core.source.kernel_binding.binding_through_includers`). Python files: ``False`` (read by their
+    own rules). ``files``: texts that differ from disk, by resolved path."""
+    if not model.path or path.endswith(".py"):
+        return False
+    got = binding(path, data, model.path, kernel.name, [root])
+    if got == UNSEEN:
+        def read(p: str) -> bytes | None:
+            return files[p].encode("utf-8") if p in files else _read_bytes(p)
+        listing = [p for p in _listing(root, CUDA_LAUNCHER_SUFFIXES) if p.suffix != ".py"]
+        got = binding_through_includers(path, model.path, kernel.name, listing, read, [root])
+    return got == OTHER
 
 
 def _defines_python(data: bytes, name: str) -> bool:
@@ -548,6 +572,8 @@ class _Search:
             or ``-1`` when it cannot hold them.
         own_file: whether the kernel's own file is searched as a launcher too (cupy calls of a kernel held in
             a Python string of that file).
+        binds_elsewhere: whether a file that names the kernel and defines none of that name itself still launches
+            another kernel of that name (its translation unit sees another definition; ``_cuda_binds_elsewhere``).
     """
 
     suffixes: tuple[str, ...]
@@ -558,6 +584,8 @@ class _Search:
     foreign_markers: tuple[bytes, ...] = ()
     insert_at: Callable[[SourceModel, Kernel], int | None] = lambda model, kernel: None
     own_file: bool = False
+    binds_elsewhere: Callable[[str, bytes, SourceModel, Kernel, Path, Mapping[str, str]], bool] = \
+        lambda path, data, model, kernel, root, files: False
 
 
 def _fragments(model: SourceModel, kernel: Kernel, root: Path, files: Mapping[str, str]) -> list[Fragment]:
@@ -575,7 +603,8 @@ def _fragments(model: SourceModel, kernel: Kernel, root: Path, files: Mapping[st
         data = files[sp].encode("utf-8") if sp in files else _read_bytes(sp)
         # a launcher names the kernel; one of a kernel in a Python string imports the kernel's module instead
         named = _mentions(data, Path(model.path).stem if search.own_file else kernel.name) if data else False
-        if data is not None and named and not search.defines(data, kernel.name):
+        if data is not None and named and not search.defines(data, kernel.name) \
+                and not search.binds_elsewhere(sp, data, model, kernel, root, files):
             out.extend(search.file_fragments(sp, data, kernel, model))
     return out
 
@@ -713,8 +742,9 @@ def calling_files(model: SourceModel, name: str, root: str | os.PathLike[str] | 
 def launcher_files(model: SourceModel, kernel: Kernel, names: Sequence[str] = (),
                    root: str | os.PathLike[str] | None = None) -> list[Path]:
     """The workspace files, other than the kernel's own, that may run ``kernel``: they name it or one of
-    ``names`` (the host functions of its file that launch it, ``launch_add``) and define no kernel of that name
-    themselves. The same bounded search as :func:`launch_unit` (folder or repository, suffixes of the kernel's
+    ``names`` (the host functions of its file that launch it, ``launch_add``), define no kernel of that name
+    themselves and do not see another one through their includes (a ``launch_expert.cu`` that includes a
+    ``binarize_expert.cuh`` defining a kernel of the same name runs that kernel, not this one). The same bounded search as :func:`launch_unit` (folder or repository, suffixes of the kernel's
     language, :data:`MAX_FILES`), sorted by path; the harness picks the program among them.
 
     Args:
@@ -726,13 +756,15 @@ def launcher_files(model: SourceModel, kernel: Kernel, names: Sequence[str] = ()
         return []
     own = Path(model.path).resolve()
     out = []
-    for p in _listing(workspace_root(model.path, root), search.suffixes):
+    ws = workspace_root(model.path, root)
+    for p in _listing(ws, search.suffixes):
         if p.resolve() == own:
             continue
         data = _read_bytes(str(p))
         if data is None or search.defines(data, kernel.name):
             continue
-        if any(_mentions(data, n) for n in (kernel.name, *names)):
+        if any(_mentions(data, n) for n in (kernel.name, *names)) \
+                and not search.binds_elsewhere(str(p), data, model, kernel, ws, {}):
             out.append(p)
     return out
 
@@ -843,7 +875,7 @@ def _py_dims(node: ast.expr, consts: dict[str, int]) -> tuple[int, ...] | None:
 #: how kernels of each language are launched from elsewhere (the kernel's ``language`` is the key)
 _SEARCHES: dict[str, _Search] = {
     "cuda": _Search(CUDA_LAUNCHER_SUFFIXES, _macro_fragments, _cuda_file_fragments, _defines_cuda,
-                    _cupy_launches, _CUPY_MAKERS),
+                    _cupy_launches, _CUPY_MAKERS, binds_elsewhere=_cuda_binds_elsewhere),
     "triton": _Search(TRITON_LAUNCHER_SUFFIXES, _no_fragments, _triton_file_fragments, _defines_python,
                       _no_launches),
     "cuda-in-python": _Search((".py",), _python_file_fragments, _importer_fragments, _defines_cuda, _cupy_launches,

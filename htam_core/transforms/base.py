@@ -17,12 +17,16 @@ kernel's unit first and answers :class:`NotApplicable` when the kernel cannot be
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
+from htam_core.source.analysis.macro_loops import expanded_view
 from htam_core.source.model import Kernel, SourceModel
+from htam_core.types.language import traits
 from htam_core.types.profile import Profile
 
 
@@ -220,7 +224,18 @@ class UnitTransform(Transform, Generic[U]):
     def propose(
         self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
     ) -> list[Candidate] | NotApplicable:
-        """Load the kernel's unit and hand it to :meth:`propose_unit`, or say why it cannot be loaded."""
+        """Load the kernel's unit and hand it to :meth:`propose_unit`, or say why it cannot be loaded.
+
+        A CUDA kernel whose body uses a statement macro that opens a loop (``CUDA_KERNEL_LOOP(i, n) { ... }``) is
+        read and edited in its expanded view (:func:`~htam_core.source.analysis.macro_loops.expanded_view`), where
+        the analysis reads its facts; each candidate is written back on ``model.text`` as line edits
+        (:func:`diff_edits`), the edited macro use written out as the loop it stands for."""
+        view = None if traits(kernel.language).tiles else expanded_view(model, kernel)
+        if view is not None:
+            res = self.propose(view.model, view.kernel, profile)
+            if isinstance(res, NotApplicable):
+                return res
+            return [written_back(model.text, view.model.text, c) for c in res]
         unit = self.load_unit(model, kernel)
         if isinstance(unit, str):
             return self.not_applicable(unit)
@@ -246,3 +261,39 @@ class UnitTransform(Transform, Generic[U]):
         Same contract as :meth:`Transform.propose`: never raise for kernels it cannot handle, return
         :class:`NotApplicable` with a specific reason instead; ``profile`` may be ``None``.
         """
+
+
+def diff_edits(old: str, new: str) -> list[TextEdit]:
+    """Non-overlapping line edits (UTF-8 byte offsets into ``old``) that turn ``old`` into ``new``: the changed
+    line ranges of a line diff (``difflib.SequenceMatcher``, no junk heuristic), so a step made on an edited text
+    is expressed on the text the user has. Raises nothing."""
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    offs = [0]
+    for line in a:
+        offs.append(offs[-1] + len(line.encode("utf-8")))
+    out = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op != "equal":
+            out.append(TextEdit(offs[i1], offs[i2], "".join(b[j1:j2])))
+    return out
+
+
+def written_back(text: str, view: str, cand: Candidate) -> Candidate:
+    """``cand``, made on ``view`` (``text`` with some lines rewritten, :func:`diff_edits` of the two), as edits of
+    ``text``: its own edits moved back when none touches a rewritten line (the macro uses stay as written), else
+    the line edits from ``text`` to its result (the rewritten lines written out)."""
+    regions: list[tuple[int, int, int]] = []  # (start, end) in ``view`` of each rewritten range, shift after it
+    shift = 0
+    for e in diff_edits(text, view):
+        size = len(e.new_text.encode("utf-8"))
+        start = e.start_byte + shift
+        shift += size - (e.end_byte - e.start_byte)
+        regions.append((start, start + size, shift))
+    moved = []
+    for e in cand.edits:
+        if any(s <= e.start_byte < end or (s < e.end_byte <= end) or (e.start_byte < s and end <= e.end_byte)
+               for s, end, _ in regions):
+            return dataclasses.replace(cand, edits=diff_edits(text, cand.new_text))
+        delta = next((after for _, end, after in reversed(regions) if end <= e.start_byte), 0)
+        moved.append(dataclasses.replace(e, start_byte=e.start_byte - delta, end_byte=e.end_byte - delta))
+    return dataclasses.replace(cand, edits=moved, new_text=apply_edits(text, moved))

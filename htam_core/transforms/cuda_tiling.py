@@ -7,7 +7,8 @@ analysis layer: the samples' unguarded loop over the rows of a tile (``for (j = 
 (:attr:`~htam_core.source.analysis.facts.KernelFacts.transposes`: one element per thread or a loop over rows, any
 bounds check, any spelling of the indices) gets a body whose tile loops are correct for any block shape and grid
 (the launch-independent form, said so in the title when no constant block is in reach), with the launch's block
-kept and, when the block argument is the launch's own, also changed to 32x8 (in the launch's file, wherever it is).
+kept; and before it, when every launch's block is 32x8 or its block argument is the launch's own (changed to 32x8
+in the launch's file, wherever it is), the textbook coarsened tile: 32x8 threads, each moving 4 rows of a tile.
 
 The matmul is recognized structurally and anything else refused; its operands come
 from the analysis layer's affine indices, so row pointers (``const float *w = weight + o * C;`` then ``w[i]``,
@@ -37,7 +38,7 @@ from htam_core.source.analysis.macros import ExpandedIndex
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.stencil import c_condition, c_text
 from htam_core.source.analysis.syntax import side_effect_free
-from htam_core.source.analysis.transpose import LOADED, tile_coverage
+from htam_core.source.analysis.transpose import LOADED, grid_sides, grid_strides, tile_coverage
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
     CudaTransform,
@@ -238,17 +239,6 @@ def _element_loop(body: list[str], threads: int | None) -> list[str]:
             f"        const int htam_e = htam_tid + htam_k * {threads};",
             *("        " + ln for ln in body), "    }", "} else {",
             *("    " + ln for ln in general), "}"]
-
-
-def narrow_first(shape: tuple[int, int] | str) -> bool:
-    """Whether the 32x8 transpose variant goes before the one that keeps the launch's block ``shape`` (``(x, y)``
-    threads, or a string when the block is not a compile-time constant): when that block is unknown or has more
-    than 256 threads. A block of 1024 threads moves one element of a 32x32 tile per thread, with nothing in flight
-    to hide the latency of the next load and half the occupancy of four 256-thread blocks; 32x8 threads moving 4
-    elements each is the textbook tile (CUDA samples' transpose, TILE_DIM 32 and BLOCK_ROWS 8; measured on an H100
-    on the family suite's transpose: 0.243 ms for 32x8, 0.516 ms for the launch's 32x32). A launch that already
-    has 256 threads or fewer keeps its own block first."""
-    return isinstance(shape, str) or shape[0] * shape[1] > 256
 
 
 def _block_shape(unit: CudaUnit) -> tuple[int, int] | str:
@@ -790,9 +780,14 @@ class CudaTransposeSmemTile(CudaTransform):
         """Candidates: the samples' loop over rows through a padded tile with its own header and block when the
         launch gives that block (:meth:`_propose_rows`); else, for any element-copy transpose the analysis layer
         computes (:attr:`KernelFacts.transposes`), a body that moves the whole matrix through padded 32x33 tiles
-        with loops correct for any block shape and grid (:meth:`_tile_loop_body`), with the launch as it is,
-        and with a 32x8 block when the launch's block belongs to it alone and is another shape; the 32x8 variant
-        first when the launch's block is unknown or larger than 256 threads (:func:`narrow_first`)."""
+        with loops correct for any block shape and grid (:meth:`_tile_loop_body`) and the launch as it is; before
+        it, whenever every launch's block is 32x8 or can be made so (its block argument belongs to this kernel's
+        launches alone, in this file or another of the workspace), the textbook 32x8 tile in which each thread
+        moves 4 rows (:meth:`_rows_variant`). That coarsened tile goes first whatever the launch's own block: on
+        an H100 the family suite's 32x32-block transpose took 0.243 ms with it and 0.516 ms with the launch's
+        1024 threads moving one element each; on a batched textbook pair the expert's 32x8 tile with 4 rows per
+        thread ran at 0.036 ms where the best of the element-loop tiles ran at 0.052 ms. A kernel whose launch is
+        not found, or whose block cannot be changed, gets the launch-independent form alone."""
         rows = self._propose_rows(unit, model, kernel)
         if isinstance(rows, list):
             return rows
@@ -820,18 +815,32 @@ class CudaTransposeSmemTile(CudaTransform):
             title = (f"transpose in {kernel.name} through a 32x33 padded shared tile: coalesced reads and writes, "
                      f"the launch's {shape[0]}x{shape[1]} threads moving each tile")
             out = [self.candidate(model, title, dict(tile=32, block=list(shape)), [body])]
-        narrow = self._narrow_block(unit, model, kernel, tp, shape)
-        if narrow is None:
-            return out
-        return [narrow, *out] if narrow_first(shape) else [*out, narrow]
+        rows = self._rows_variant(unit, model, kernel, tp, shape)
+        return out if rows is None else [rows, *out]
 
-    def _narrow_block(self, unit: CudaUnit, model: SourceModel, kernel: Kernel, tp: Transpose,
+    def _rows_variant(self, unit: CudaUnit, model: SourceModel, kernel: Kernel, tp: Transpose,
                       shape: tuple[int, int] | str) -> Candidate | None:
-        """The textbook 32x8 variant (TILE_DIM 32, BLOCK_ROWS 8: 256 threads, each moving 4 elements of a tile)
-        with every launch's block set to 32x8 (and a ``__launch_bounds__`` below 256 raised), or ``None`` when the
-        launch already has that block, a block argument cannot be edited alone, or the bounds cannot follow."""
+        """The textbook coarsened tile (TILE_DIM 32, BLOCK_ROWS 8: 256 threads, each moving 4 rows of a tile,
+        :meth:`_rows_body`) under a 32x8 block: the launch's own when every launch has it, else with every
+        launch's block set to 32x8 (and a ``__launch_bounds__`` below 256 raised); the grid sized to one tile per
+        block where it was sized for another block (:meth:`_grid_edits`). ``None`` when a block argument cannot be
+        edited alone (shared with another launch, or a launch through a pointer that runs other kernels too), the
+        bounds cannot follow, or the body cannot be written: the body is correct for a 32x8 block only."""
+        body = self._rows_body(unit, tp)
+        if isinstance(body, str):
+            return None
+        params = dict(tile=32, block=[32, 8], rows_per_thread=4)
+        # a launch through a pointer or table that runs other kernels too: its block and grid are theirs as well
+        shared = any(set(la.site.pointer_kernels) - {kernel.name} for la in unit.launches)
+        grid = [] if shared else self._grid_edits(unit, tp, shape)
+        sized = "; the launch's grid sized to one tile per block" if grid else ""
+        if shape == (32, 8):
+            return self.candidate(model, f"transpose in {kernel.name} through a 32x33 padded shared tile, the "
+                                  f"launch's 32x8 threads each moving 4 rows of a tile{sized}", params, [body, *grid])
+        if shared:
+            return None
         bounds = bounds_edit(unit, None if isinstance(shape, str) else shape[0] * shape[1], 256)
-        if shape == (32, 8) or isinstance(bounds, str):
+        if isinstance(bounds, str):
             return None
         launch_edits = self._block_edits(unit, 32, 8)
         if not launch_edits:
@@ -840,8 +849,83 @@ class CudaTransposeSmemTile(CudaTransform):
             launch_edits.append(bounds)
         return self.candidate(
             model, f"transpose in {kernel.name} through a 32x33 padded shared tile, 32x8 threads per block "
-            "(the launch's block changes with the kernel; each thread moves 4 elements of a tile)",
-            dict(tile=32, block=[32, 8]), [self._tile_loop_body(unit, tp, 256), *launch_edits])
+            f"(the launch's block changes with the kernel; each thread moves 4 rows of a tile{sized})",
+            params, [body, *launch_edits, *grid])
+
+    def _grid_edits(self, unit: CudaUnit, tp: Transpose, shape: tuple[int, int] | str) -> list[TextEdit]:
+        """Edits sizing every launch's grid to ``(cols + 31) / 32`` and ``(rows + 31) / 32`` blocks along the
+        transpose's grid sides (:func:`grid_sides`; its other components kept) for the coarsened tile, so that
+        each block moves one tile; ``[]`` when the launch's grid already has one block per 32x32 tile (the
+        kernel's blocks advanced 32 rows and 32 columns under the launch's block ``shape``:
+        :func:`grid_strides`), or when a launch's sizes or grid components cannot be read or belong to another
+        launch too (the tile walk is correct for any grid: the launch's grid is then kept, its blocks past the
+        tiles idle). Each component is replaced where it is written, as the block's are (:meth:`_block_edits`),
+        so a launch written in Python (a cupy call) gets Python text."""
+        sides = grid_sides(tp)
+        if sides is None or grid_strides(tp, None if isinstance(shape, str) else shape) == (32, 32):
+            return []
+        names = param_names(unit)
+        edits = []
+        for la in unit.launches:
+            sizes = []
+            for n in (str(tp.cols), str(tp.rows)):
+                arg = la.site.args[names.index(n)].strip() if n in names and names.index(n) < len(la.site.args) \
+                    else constant_size(unit, la, n)
+                if not arg or not side_effect_free(arg):
+                    return []
+                sizes.append(arg if re.fullmatch(r"[\w.]+", arg) else f"({arg})")
+            if la.grid is None or not self._own_config(unit, la, la.grid):
+                return []
+            gdims = unit.dims_of(la.grid, la.host)
+            if len(gdims) <= max("xyz".index(d) for d in sides):
+                return []
+            edits += [unit.replace(gdims["xyz".index(d)], f"({size} + 31) / 32")
+                      for d, size in zip(sides, sizes, strict=True)]
+        return edits
+
+    def _rows_body(self, unit: CudaUnit, tp: Transpose) -> TextEdit | str:
+        """The kernel's new body for transpose ``tp`` under a 32x8 block (the caller makes every launch's block
+        so), or why not: the samples' coarsened tile (TILE_DIM 32, BLOCK_ROWS 8), each thread reading 4 rows of a
+        32x32 tile of the input, ``j += 8``, into a ``[32][33]`` shared tile (+1 column: the transposed reads hit
+        32 banks) and writing 4 rows of the transposed tile, coalesced both ways, the loops unrolled so 4 loads
+        are in flight per thread. Beyond the samples' form, as the textbook pairs' experts do: each element is
+        checked against the matrix's sides (any rows and columns, not only multiples of 32), a batch slice's
+        base is kept, the flat index is 64-bit when the kernel's was, and the blocks walk the tiles with the grid
+        (tile columns along the ``blockIdx`` dimension the kernel's column advanced with, :func:`grid_sides`, tile
+        rows along the other; a linear tile id otherwise), so any grid moves every element exactly once and the
+        launch's grid, sized for those sides, gives each block one tile. Idea source: CUDA samples' transpose
+        (``transposeNoBankConflicts``) and Harris, "An Efficient Matrix Transpose in CUDA C/C++" (2013)."""
+        frame = _tile_frame(unit, tp)
+        if isinstance(frame, str):
+            return frame
+        etype, ct, it, batch, rb, wb = frame
+        src, dst = tp.read.pointer, tp.write.pointer
+        wide = f"({it})" if it != ct else ""
+        element = stored_value(tp, "htam_tile[htam_x][htam_y + htam_k]")
+        lines = [
+            f"// 32x32 tiles, 32x8 threads each moving 4 rows: rows of {src} read coalesced into a padded tile (+1",
+            "// column: no shared-memory bank conflicts), then written out transposed with coalesced rows",
+            *batch,
+            f"__shared__ {etype} htam_tile[32][33];",
+            f"const {ct} htam_rows = {tp.rows}, htam_cols = {tp.cols};",
+            f"const {ct} htam_tiles_x = (htam_cols + 31) / 32, htam_tiles_y = (htam_rows + 31) / 32;",
+            "const int htam_x = threadIdx.x, htam_y = threadIdx.y;",
+            *_tile_walk(tp, ct, [
+                f"const {ct} htam_c = htam_tx * 32 + htam_x, htam_r0 = htam_ty * 32 + htam_y;  // in: column, first row",
+                "#pragma unroll",
+                "for (int htam_k = 0; htam_k < 32; htam_k += 8)",
+                "    if (htam_r0 + htam_k < htam_rows && htam_c < htam_cols)",
+                f"        htam_tile[htam_y + htam_k][htam_x] = {src}[{rb}{wide}(htam_r0 + htam_k) * htam_cols + htam_c];",
+                "__syncthreads();",
+                f"const {ct} htam_oc = htam_ty * 32 + htam_x, htam_or0 = htam_tx * 32 + htam_y;  // out: column, first row",
+                "#pragma unroll",
+                "for (int htam_k = 0; htam_k < 32; htam_k += 8)",
+                "    if (htam_or0 + htam_k < htam_cols && htam_oc < htam_rows)",
+                f"        {dst}[{wb}{wide}(htam_or0 + htam_k) * htam_rows + htam_oc] = {element};",
+                "__syncthreads();  // the tile is refilled by the block's next tile",
+            ]),
+        ]
+        return _replace_body(unit, tp, lines)
 
     def _tile_loop_body(self, unit: CudaUnit, tp: Transpose, threads: int | None = None) -> TextEdit | str:
         """The kernel's new body for transpose ``tp``: every 32x32 tile of the ``rows x cols`` input read with
@@ -857,22 +941,11 @@ class CudaTransposeSmemTile(CudaTransform):
         has that many threads, beside the general loop for any other block. The unrolled loads are what hides
         the memory latency (CUDA C++ Best Practices Guide, "Shared memory in matrix multiplication" and the
         transpose sample's analysis)."""
-        pf = unit.facts.pointer(tp.read.pointer)
-        etype = " ".join(w for w in (pf.element_type or "").split() if w not in ("const", "volatile")) if pf else ""
-        if not etype:
-            return f"the element type of {tp.read.pointer} is unknown"
-        if not (tp.rows.is_Symbol and tp.cols.is_Symbol):
-            return f"the sizes {tp.rows} and {tp.cols} are not parameters"
+        frame = _tile_frame(unit, tp)
+        if isinstance(frame, str):
+            return frame
+        etype, _, it, batch, rb, wb = frame
         src, dst = tp.read.pointer, tp.write.pointer
-        # 32-bit index arithmetic when both sizes are 32-bit and the kernel's own indices are (no 64-bit cast), else 64-bit
-        types = {p.name: (p.type or "") for p in unit.kernel.params}
-        wide = any(w in types.get(str(n), "long") for n in (tp.rows, tp.cols)
-                   for w in ("64", "size", "long", "ptrdiff")) or tp.read.wide_index or tp.write.wide_index
-        it = "long long" if wide else "int"
-        batch = _batch_lines(tp)
-        if isinstance(batch, str):
-            return batch
-        rb, wb = ("htam_rb + " if tp.read_base != 0 else "", "htam_wb + " if tp.write_base != 0 else "")
         load = [f"const {it} htam_r = htam_r0 + htam_e / 32, htam_c = htam_c0 + htam_e % 32;",
                 "if (htam_r < htam_rows && htam_c < htam_cols)",
                 f"    htam_tile[htam_e / 32][htam_e % 32] = {src}[{rb}htam_r * htam_cols + htam_c];"]
@@ -898,12 +971,7 @@ class CudaTransposeSmemTile(CudaTransform):
             "    __syncthreads();  // the tile is refilled by the block's next tile",
             "}",
         ]
-        first = unit.node_at(tp.body)
-        if first is None:
-            return "the kernel's body is not found"
-        ind = syn.indent_of(unit.src, first.start_byte) + "    "
-        text = "{\n" + "".join(f"{ind}{ln}\n" for ln in lines) + syn.indent_of(unit.src, first.start_byte) + "}"
-        return unit.replace_span(tp.body, text)
+        return _replace_body(unit, tp, lines)
 
     def _propose_rows(self, unit: CudaUnit, model: SourceModel, kernel: Kernel) -> list[Candidate] | str:
         """The samples' row loop (:meth:`KernelFacts.transpose_loops`), header and block kept, via a padded tile."""
@@ -978,21 +1046,25 @@ class CudaTransposeSmemTile(CudaTransform):
         another launch or is not a 2-D ``dim3``."""
         edits = []
         for la in unit.launches:
-            if la.block is None:
+            if la.block is None or not self._own_config(unit, la, la.block):
                 return []
-            blk = syn.unwrap_parens(la.block)
-            if syn.is_identifier(blk):
-                name = unit.t(blk)
-                scope = la.host or unit.root
-                uses = [lc for lc in launch_calls(scope, unit.src)
-                        if any(references(a, unit.src, name) for a in lc.config)]
-                if len(uses) != 1:
-                    return []
             dims = unit.dims_of(la.block, la.host)
             if len(dims) != 2:
                 return []
             edits += [unit.replace(dims[0], str(bx)), unit.replace(dims[1], str(by))]
         return edits
+
+    @staticmethod
+    def _own_config(unit: CudaUnit, la: Launch, arg: Node) -> bool:
+        """Whether launch ``la``'s grid or block argument ``arg`` is its own: an expression, or a variable no
+        other launch of its scope passes."""
+        node = syn.unwrap_parens(arg)
+        if not syn.is_identifier(node):
+            return True
+        name = unit.t(node)
+        uses = [lc for lc in launch_calls(la.host or unit.root, unit.src)
+                if any(references(a, unit.src, name) for a in lc.config)]
+        return len(uses) == 1
 
 
 def stored_value(tp: Transpose, element: str) -> str:
@@ -1002,6 +1074,65 @@ def stored_value(tp: Transpose, element: str) -> str:
     which the analysis knows, where the expression's result type (``make_float2``, a cast, a library call) is not
     known to it; each element is still computed once."""
     return re.sub(rf"\b{LOADED}\b", lambda _m: element, tp.value)
+
+
+def _tile_frame(unit: CudaUnit, tp: Transpose) -> tuple[str, str, str, list[str], str, str] | str:
+    """What both tile bodies of transpose ``tp`` are written with, or why it cannot be: ``(element type, size type,
+    index type, batch lines, read base, write base)``. The size type is ``long long`` when a side is not a 32-bit
+    parameter (``size_t``, ``int64_t``, ``long``: a side may then pass 2^31), else ``int``; the index type (of
+    the flat ``row * cols + col``) is ``long long`` also when the kernel's own indices were 64-bit (a cast to
+    ``size_t``: a matrix of 2^31 elements or more fits), else ``int``. The bases are ``"htam_rb + "`` and
+    ``"htam_wb + "`` for a batched transpose (:func:`_batch_lines`), else empty."""
+    pf = unit.facts.pointer(tp.read.pointer)
+    etype = " ".join(w for w in (pf.element_type or "").split() if w not in ("const", "volatile")) if pf else ""
+    if not etype:
+        return f"the element type of {tp.read.pointer} is unknown"
+    if not (tp.rows.is_Symbol and tp.cols.is_Symbol):
+        return f"the sizes {tp.rows} and {tp.cols} are not parameters"
+    types = {p.name: (p.type or "") for p in unit.kernel.params}
+    long_sides = any(w in types.get(str(n), "long") for n in (tp.rows, tp.cols)
+                     for w in ("64", "size", "long", "ptrdiff"))
+    ct = "long long" if long_sides else "int"
+    it = "long long" if long_sides or tp.read.wide_index or tp.write.wide_index else "int"
+    batch = _batch_lines(tp)
+    if isinstance(batch, str):
+        return batch
+    rb, wb = ("htam_rb + " if tp.read_base != 0 else "", "htam_wb + " if tp.write_base != 0 else "")
+    return etype, ct, it, batch, rb, wb
+
+
+def _tile_walk(tp: Transpose, ct: str, body: list[str]) -> list[str]:
+    """``body`` (which reads the tile ``(htam_tx, htam_ty)`` of a ``htam_tiles_x x htam_tiles_y`` grid of tiles)
+    inside the loops, of type ``ct``, that give each block its tiles, each tile once over the whole grid of blocks
+    whatever its size: tile columns along the ``blockIdx`` dimension the kernel's column advanced with and tile
+    rows along the row's (:func:`grid_sides`; the third dimension, when not a batch's, folded into the rows), so
+    the launch's grid, sized for those sides, gives each block one tile; a linear tile id over the dimensions
+    that are not a batch's otherwise (one division per tile)."""
+    sides = grid_sides(tp)
+    if sides is None:
+        first, step = _tile_ids(tp.batch, ct)
+        return [f"for ({ct} htam_t = {first}, htam_tiles = htam_tiles_x * htam_tiles_y;",
+                f"     htam_t < htam_tiles; htam_t += {step}) {{",
+                f"    const {ct} htam_ty = htam_t / htam_tiles_x, htam_tx = htam_t % htam_tiles_x;",
+                *("    " + ln for ln in body), "}"]
+    cd, rd = sides
+    rest = [d for d in "xyz" if d not in (cd, rd, *tp.batch)]
+    first = f"blockIdx.{rd}" + "".join(f" + gridDim.{rd} * blockIdx.{d}" for d in rest)
+    step = " * ".join(f"gridDim.{d}" for d in (rd, *rest))
+    return [f"for ({ct} htam_ty = {first}; htam_ty < htam_tiles_y; htam_ty += {step}) {{",
+            f"    for ({ct} htam_tx = blockIdx.{cd}; htam_tx < htam_tiles_x; htam_tx += gridDim.{cd}) {{",
+            *("        " + ln for ln in body), "    }", "}"]
+
+
+def _replace_body(unit: CudaUnit, tp: Transpose, lines: list[str]) -> TextEdit | str:
+    """The edit that replaces the body of transpose ``tp``'s kernel with ``lines`` (indented one level below the
+    old body's first line), or why not."""
+    first = unit.node_at(tp.body)
+    if first is None:
+        return "the kernel's body is not found"
+    ind = syn.indent_of(unit.src, first.start_byte) + "    "
+    text = "{\n" + "".join(f"{ind}{ln}\n" for ln in lines) + syn.indent_of(unit.src, first.start_byte) + "}"
+    return unit.replace_span(tp.body, text)
 
 
 def _tile_ids(batch: tuple[str, ...], it: str) -> tuple[str, str]:

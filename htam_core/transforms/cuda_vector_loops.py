@@ -87,8 +87,14 @@ def _header(unit: CudaUnit, loop: Node, var: str) -> tuple[str, str, str, str] |
         return f"the loop over {var} does not declare its variable"
     if not p.declared:
         return f"the loop over {var} declares several variables"
-    step = unit.t(p.update.child_by_field_name("right")) if syn.is_assignment(p.update) else "1"
-    return p.type, unit.t(p.start), unit.t(p.bound), step
+    upd = p.update
+    if upd is not None and not syn.is_assignment(upd) and upd.child_by_field_name("left") is not None:
+        upd = upd.child_by_field_name("left")  # `c += s, i = c`: the stride of the two-variable loop's counter
+    step = unit.t(upd.child_by_field_name("right")) if syn.is_assignment(upd) else "1"
+    test = p.test
+    # the two-variable loop (`for (T i = c; c < n; c += s, i = c)`) compares its counter, not its variable
+    bound = p.bound if p.bound is not None else test.child_by_field_name("right") if syn.is_binary(test) else None
+    return p.type, unit.t(p.start), unit.t(bound), step
 
 
 def _partitions(unit: CudaUnit, fact: LoopFact) -> bool:

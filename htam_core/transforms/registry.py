@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
-import difflib
 import importlib
 import re
 from collections.abc import Mapping
@@ -23,7 +22,7 @@ from htam_core.source.analysis.unit import shared_launches
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.positions import line_ending, with_line_ending
 from htam_core.source.workspace import LaunchUnit, WorkspaceLaunch, find_launches, launch_unit
-from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform, apply_edits
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform, apply_edits, diff_edits
 from htam_core.transforms.validate import check_syntax
 from htam_core.types.profile import Profile
 from htam_core.types.text import first_sentence
@@ -518,21 +517,6 @@ def resolve_step(title: str, transform_id: str | None, guidance: str, model: Sou
         return NotApplicable(reason=f"“{title}” does not apply to {kernel.name}: {result.reason}",
                              transform_id=result.transform_id or transform_id, rejected=result.rejected)
     return result
-
-
-def diff_edits(old: str, new: str) -> list[TextEdit]:
-    """Non-overlapping line edits (UTF-8 byte offsets into ``old``) that turn ``old`` into ``new``: the changed
-    line ranges of a line diff (``difflib.SequenceMatcher``, no junk heuristic), so a step made on an edited text
-    is expressed on the text the user has. Raises nothing."""
-    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
-    offs = [0]
-    for line in a:
-        offs.append(offs[-1] + len(line.encode("utf-8")))
-    out = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if op != "equal":
-            out.append(TextEdit(offs[i1], offs[i2], "".join(b[j1:j2])))
-    return out
 
 
 #: Transforms being composed after an enabling step now, in this thread or task (ids): a step never composes after

@@ -1,5 +1,6 @@
-"""The variants of one step: the transform's order (the textbook 32x8 transpose tile first on a 1024-thread
-launch) and the loop trying the other variants of a step that improved before any step on it.
+"""The variants of one step: the transform's order (the textbook 32x8 transpose tile, 4 rows a thread, first
+whenever the launch's block can be changed) and the loop trying the other variants of a step that improved before
+any step on it.
 
 The static run is real (nvcc compile-only). The GPU runs fake the GPU layer as ``test_loop_speed.py`` does
 (``Evaluator._on_gpu`` and ``Evaluator.compare``), with times given by what the kernel text holds, so they mean
@@ -44,9 +45,9 @@ def test_the_static_run_with_budget_4_tries_the_32x8_tile(tmp_path: Path) -> Non
     texts = _texts(res)
     tiled = [i for i, t in enumerate(texts) if TILE in t]
     assert tiled, [s.strategy for s in res.steps]
-    first = texts[tiled[0]]  # the tile step's first variant: the textbook tile, 4 elements per thread
-    assert NARROW in first and "htam_k * 256;" in first
-    assert res.steps[tiled[0]].params["block"] == [32, 8]
+    first = texts[tiled[0]]  # the tile step's first variant: the textbook tile, 32x8 threads moving 4 rows each
+    assert NARROW in first and "for (int htam_k = 0; htam_k < 32; htam_k += 8)" in first and "htam_e" not in first
+    assert res.steps[tiled[0]].params["block"] == [32, 8] and res.steps[tiled[0]].params["rows_per_thread"] == 4
 
 
 @pytest.fixture

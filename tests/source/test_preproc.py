@@ -12,7 +12,13 @@ import pytest
 
 from htam_core.source import load, parse_text
 from htam_core.source.analysis.unit import cuda_source
-from htam_core.source.preproc import branch_view, parse_view, qualifier_macros, qualifier_view
+from htam_core.source.preproc import (
+    bounds_call_macros,
+    branch_view,
+    parse_view,
+    qualifier_macros,
+    qualifier_view,
+)
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "preproc"
 FILES = ["restrict_macro.cu", "macro_forms.cu", "arch_branches.cu", "namespace_macros.cu"]
@@ -114,3 +120,15 @@ def test_fixtures_compile_with_nvcc(tmp_path: Path) -> None:
         proc = subprocess.run(["nvcc", "-arch=sm_90", "-ptx", str(FIX / name), "-o", str(tmp_path / "o.ptx")],
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
+
+
+def test_function_like_launch_bounds_macros_read_as_blanks() -> None:
+    src = (b"#define MAXT(v) (((v) <= 1024) ? (v) : 1024)\n"
+           b"#define LB_1(t) __launch_bounds__((MAXT((t))))\n#define LB(t) LB_1(t)\n#define SQ(x) ((x) * (x))\n"
+           b"__global__ void LB(kThreads)\nk(float* y) { y[0] = SQ(2.f); }\n")
+    assert bounds_call_macros(src) == {"LB_1", "LB"}
+    view = qualifier_view(src)
+    assert len(view) == len(src) and view.count(b"\n") == src.count(b"\n")
+    assert b"void " + b" " * len("LB(kThreads)") + b"\nk(float" in view and b"SQ(2.f)" in view
+    model = parse_text(src.decode(), "cuda")
+    assert [k.name for k in model.kernels] == ["k"] and not model.problems

@@ -134,8 +134,9 @@ def test_block_size_through_names_holding_the_tuples(tmp_path):
 def test_transpose_tile_changes_the_block_with_the_kernel(tmp_path):
     ws = workspace(tmp_path, {"t.py": CUPY_TRANSPOSE_PY})
     c = _pick(_propose(ws / "t.py", "cuda.transpose_smem_tile"), block=[32, 8])
+    assert c.params["rows_per_thread"] == 4  # the coarsened tile: its grid sized to one 32x32 tile per block too
     changed = _changed(CUPY_TRANSPOSE_PY, c.new_text)
-    assert "    tr(((cols + 15) // 16, (rows + 15) // 16), (32, 8), (a, out, cp.int32(rows), cp.int32(cols)))" \
+    assert "    tr(((cols + 31) // 32, (rows + 31) // 32), (32, 8), (a, out, cp.int32(rows), cp.int32(cols)))" \
         in changed
     assert "code = '''\nextern" in c.new_text and "__shared__ float htam_tile[32][33];" in c.new_text
     _nvcc(tmp_path, "t.cu", _cuda_string(c.new_text, "code"))

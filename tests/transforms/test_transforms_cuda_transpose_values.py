@@ -16,15 +16,17 @@ from htam_core.source import parse_text
 from htam_core.transforms import registry
 from htam_core.transforms.base import NotApplicable
 
-#: name -> (element type, guarded body, the stored text the tile's store must hold)
+#: name -> (element type, guarded body, the stored text the tile's store must hold, ``T`` for the tile's entry)
 BODIES = {
     "conj": ("float2", "float2 v = in[(long long)r * cols + c]; out[(long long)c * rows + r] = make_float2(v.x, -v.y);",
-             "make_float2(htam_tile[htam_e % 32][htam_e / 32].x, -htam_tile[htam_e % 32][htam_e / 32].y)"),
-    "scale": ("float", "out[c * rows + r] = alpha * in[r * cols + c];", "alpha * htam_tile[htam_e % 32][htam_e / 32]"),
-    "neg": ("float", "out[c * rows + r] = -in[r * cols + c];", "-htam_tile[htam_e % 32][htam_e / 32]"),
-    "cast": ("float", "out[c * rows + r] = (float)(int)in[r * cols + c];",
-             "(float)(int)htam_tile[htam_e % 32][htam_e / 32]"),
+             "make_float2(T.x, -T.y)"),
+    "scale": ("float", "out[c * rows + r] = alpha * in[r * cols + c];", "alpha * T"),
+    "neg": ("float", "out[c * rows + r] = -in[r * cols + c];", "-T"),
+    "cast": ("float", "out[c * rows + r] = (float)(int)in[r * cols + c];", "(float)(int)T"),
 }
+#: the tile's entries read and written by each form: the coarsened 32x8 tile (4 rows a thread), the element loop
+ENTRIES = {"rows": ("htam_tile[htam_x][htam_y + htam_k]", "htam_tile[htam_y + htam_k][htam_x] = in["),
+           "loop": ("htam_tile[htam_e % 32][htam_e / 32]", "htam_tile[htam_e / 32][htam_e % 32] = in[")}
 
 
 def _kernel(name: str) -> str:
@@ -52,9 +54,12 @@ def _made(name: str) -> list[str]:
 @pytest.mark.parametrize("name", list(BODIES))
 def test_the_tile_applies_the_stored_function_at_the_store(name):
     etype, _, stored = BODIES[name]
-    for text in _made(name):
-        assert f"__shared__ {etype} htam_tile[32][33];" in text and f"= {stored};" in text
-        assert "htam_tile[htam_e / 32][htam_e % 32] = in[" in text  # the raw element is tiled
+    made = _made(name)
+    assert len(made) == 2  # the coarsened tile first, the element loop next
+    for text, form in zip(made, ("rows", "loop"), strict=True):
+        entry, tiled = ENTRIES[form]
+        assert f"__shared__ {etype} htam_tile[32][33];" in text and f"= {stored.replace('T', entry)};" in text
+        assert tiled in text  # the raw element is tiled
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")

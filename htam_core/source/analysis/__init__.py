@@ -21,6 +21,7 @@ edits), ``forms`` (the CUDA forms the transforms match: the global index, a writ
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict
 
@@ -118,4 +119,12 @@ def _build(model: SourceModel, kernel: Kernel, spell: bool = False, fold: frozen
     src = cuda_source(model, kernel)
     if isinstance(src, str):
         return KernelFacts(kernel.name, kernel.language, errors=(src,))
-    return cuda_facts(src, kernel, spell, fold)
+    facts = cuda_facts(src, kernel, spell, fold)
+    # a cycle it breaks: macro_loops parses through the source api
+    from htam_core.source.analysis.macro_loops import expanded_view
+
+    view = expanded_view(model, kernel)
+    if view is None:
+        return facts
+    # the body read with its loop macros expanded (same lines); the launches, outside the body, in the user's bytes
+    return dataclasses.replace(analyze(view.model, view.kernel, spell, fold), launches=facts.launches)

@@ -170,6 +170,8 @@ def _header(r: _Reader, loop: Node) -> _Header | None:
     if head is not None:
         init, upd = head.init, head.update
         step = _step_of(env, upd, var) if upd is not None else None
+        if step is None and upd is not None and upd.type == "comma_expression":
+            return _two_variable(r, loop, var, bound)
         allowed = [upd]
         start = None
         if head.declared and head.var == var:
@@ -195,6 +197,30 @@ def _header(r: _Reader, loop: Node) -> _Header | None:
     if any(w not in allowed for w in _writes(env, loop if scoped else r.func, var)):
         return None
     return _Header(var, start, bound, step, tuple(outside), scoped)
+
+
+def _two_variable(r: _Reader, loop: Node, counter: str, bound: Node) -> _Header | None:
+    """PyTorch's two-variable header ``for (T i = c; c < n; c += s, i = c)`` (``c`` declared once before the loop)
+    read as the grid-stride loop over ``i``: it starts where ``c`` does, steps by ``s``, and ``i`` equals ``c`` at
+    every test. ``None`` when ``c`` is written anywhere else, or ``i`` anywhere but the copy."""
+    env = r.env
+    init, upd = loop.child_by_field_name("initializer"), unwrap_parens(loop.child_by_field_name("update"))
+    ds = [d for d in init.named_children if d.type == "init_declarator"] if init is not None and \
+        init.type == "declaration" else []
+    value = ds[0].child_by_field_name("value") if len(ds) == 1 else None
+    stride, copy = upd.child_by_field_name("left"), upd.child_by_field_name("right")
+    if value is None or stride is None or copy is None or env.t(strip_casts(unwrap_parens(value))) != counter:
+        return None
+    var = env.t(ds[0].child_by_field_name("declarator"))
+    step, start = _step_of(env, stride, counter), _declared_start(r, counter, loop)
+    if step is None or start is None or copy.type != "assignment_expression" or \
+            env.t(copy.child_by_field_name("operator")) != "=" or env.t(copy.child_by_field_name("left")) != var or \
+            env.t(strip_casts(unwrap_parens(copy.child_by_field_name("right")))) != counter:
+        return None
+    if any(w != stride for w in _writes(env, r.func, counter)) or \
+            any(w != copy for w in _writes(env, loop, var)):
+        return None
+    return _Header(var, start, bound, step, (start.parent,), True)
 
 
 def _leaves_early(loop: Node) -> bool:

@@ -173,6 +173,8 @@ def c_for_header(loop: Node, t: Callable[[Node | None], str], expr: Callable[[No
     if p.cmp is not None:
         out["cmp"], out["bound"] = p.cmp, expr(p.bound)
     _read_update(p.update, p.var, t, expr, out)
+    if "cmp" not in out:
+        out.update(_two_variable(loop, p.var, t, expr))
     return out
 
 
@@ -191,6 +193,38 @@ def _compare(cond: Node | None, var: str | None, t: Callable[[Node | None], str]
     if right is not None and t(strip_casts(right)) == var:
         return FLIP.get(op, op), left
     return None, None
+
+
+def _two_variable(loop: Node, var: str, t: Callable[[Node | None], str], expr: Callable[[Node | None], Any]
+                  ) -> dict[str, Any]:
+    """The header of PyTorch's two-variable loop ``for (T i = c; c < n; c += s, i = c)`` read over ``i``:
+    ``start`` the value ``c`` holds at entry (its last setting before the loop), ``cmp``/``bound`` from the test of
+    ``c``, ``update``/``step`` from its stride, and ``counter`` (``c``); ``{}`` for any other header. The copy
+    ``i = c`` in the update (after the stride, as is written) and the start ``i = c`` make ``i`` equal to ``c`` at
+    every test, so the loop visits the same ``i`` as ``for (T i = start; i < n; i += s)``; a body that writes ``c``
+    or ``i`` is not read so (ATen's ``CUDA_KERNEL_LOOP_TYPE``)."""
+    init, cond, upd = (loop.child_by_field_name(f) for f in ("initializer", "condition", "update"))
+    ds = [d for d in init.named_children if d.type == "init_declarator"] if init is not None else []
+    value = strip_casts(unwrap_parens(ds[0].child_by_field_name("value"))) if len(ds) == 1 else None
+    upd = unwrap_parens(upd) if upd is not None else None
+    if value is None or value.type != "identifier" or upd is None or upd.type != "comma_expression":
+        return {}
+    counter = t(value)
+    step, copy = upd.child_by_field_name("left"), upd.child_by_field_name("right")
+    right = copy.child_by_field_name("right") if copy is not None and copy.type == "assignment_expression" else None
+    if right is None or _target(copy, t) != var or t(copy.child_by_field_name("operator")) != "=" or \
+            t(strip_casts(unwrap_parens(right))) != counter:
+        return {}
+    out: dict[str, Any] = {}
+    _read_condition(cond, counter, t, expr, out)
+    out.pop("bound_node", None)
+    _read_update(step, counter, t, expr, out)
+    before = _init_before(loop, counter, t)
+    body = loop.child_by_field_name("body")
+    written = {_target(w, t) for w in of_type(body, _WRITES)} if body is not None else set()
+    if "cmp" not in out or "update" not in out or before is None or written & {var, counter}:
+        return {}
+    return {**out, "start": expr(before[1]), "counter": counter}
 
 
 def _read_condition(cond: Node | None, var: str, t: Callable[[Node | None], str], expr: Callable[[Node | None], Any],

@@ -19,7 +19,8 @@ it.
 Given up cleanly (the call stays an opaque call, as before): a body that stringizes or pastes tokens (``#``,
 ``##``), a variadic macro (``...``), a body that is a statement rather than an expression (``do { } while (0)``,
 one holding ``;`` or braces), a half-typed ``#define`` (no closing parenthesis of its parameters), a call with
-the wrong number of arguments, and expansions nested deeper than :data:`MAX_DEPTH`.
+the wrong number of arguments, and expansions nested deeper than :data:`MAX_DEPTH`. A statement macro that opens a
+loop (``CUDA_KERNEL_LOOP(i, n) { ... }``) is read by :mod:`.macro_loops` instead, from :func:`replacement`.
 
 Variadic macros (``#define LAUNCH(k, ...) k<<<g, b>>>(__VA_ARGS__)``, GNU ``#define LAUNCH(k, args...)``) and
 statement bodies are kept in the table all the same, with their refusal: :func:`replacement` gives the text a use

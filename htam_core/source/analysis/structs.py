@@ -31,7 +31,7 @@ NUMBER_TYPES: dict[str, str] = {
     "unsigned": "int32", "unsigned int": "int32", "int32_t": "int32", "uint32_t": "int32", "long": "int64",
     "long int": "int64", "long long": "int64", "long long int": "int64", "unsigned long": "int64",
     "unsigned long long": "int64", "int64_t": "int64", "uint64_t": "int64", "size_t": "int64",
-    "ptrdiff_t": "int64", "short": "int16", "int16_t": "int16", "char": "int8", "signed char": "int8",
+    "ptrdiff_t": "int64", "short": "int16", "int16_t": "int16", "unsigned short": "int16", "uint16_t": "int16", "char": "int8", "signed char": "int8",
     "int8_t": "int8", "unsigned char": "uint8", "uint8_t": "uint8", "bool": "bool",
 }
 _VECTOR_SCALARS = {"float": "float", "double": "double", "int": "int", "long": "long", "longlong": "long long",

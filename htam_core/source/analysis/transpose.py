@@ -31,7 +31,8 @@ from htam_core.source.analysis.guards import GuardTerm, positive_terms
 from htam_core.source.analysis.syntax import strip_casts, text, unwrap_parens, walk
 from htam_core.source.analysis.unit import CudaSource
 
-__all__ = ["LOADED", "access_bounds", "condition_bounds", "find_transposes", "tile_coverage", "uniform_part"]
+__all__ = ["LOADED", "access_bounds", "condition_bounds", "find_transposes", "grid_sides", "grid_strides",
+           "tile_coverage", "uniform_part"]
 
 #: An expression node -> its affine form (the analysis layer's ``Affine.expr``), ``None`` when unreadable.
 ExprOf = Callable[[Node], "sympy.Expr | None"]
@@ -433,6 +434,42 @@ def _values(lp: LoopFact, subs: dict) -> list[int] | None:
     end = int(bound) + (1 if lp.cmp == "<=" else 0)
     vals = list(range(int(start), end, int(step)))
     return vals if len(vals) <= 4096 else None
+
+
+def grid_sides(t: Transpose) -> tuple[str, str] | None:
+    """``(column dimension, row dimension)``: the ``blockIdx`` dimension (``"x"``, ``"y"`` or ``"z"``) that the
+    transpose ``t``'s column advances with and the one its row advances with, when each reads exactly one such
+    dimension, the two differ and neither picks a batch slice; else ``None`` (a loop over the rows, a flat index,
+    a grid-stride spelling). The launch's grid was sized along those dimensions for those sides (``((cols + 31) /
+    32, (rows + 31) / 32)`` for ``col = blockIdx.x * 32 + threadIdx.x``), so a rewrite that walks tiles with the
+    grid keeps every block busy by stepping tile columns along the first and tile rows along the second."""
+    sides = []
+    for e in (t.col, t.row):
+        ds = [d for d in "xyz" if sym(f"blockIdx.{d}") in e.free_symbols]
+        if len(ds) != 1 or ds[0] in t.batch:
+            return None
+        sides.append(ds[0])
+    return (sides[0], sides[1]) if sides[0] != sides[1] else None
+
+
+def grid_strides(t: Transpose, block: tuple[int, int] | None) -> tuple[int, int] | None:
+    """``(column stride, row stride)``: how far the transpose ``t``'s column and row advance from one block to the
+    next along their grid sides (:func:`grid_sides`), with ``blockDim`` the launch's ``block`` (``(x, y)``, ``z``
+    1) when it is given; ``None`` when there are no such sides or a stride is not a number (``blockIdx.x *
+    blockDim.x`` under an unknown block). ``(32, 32)`` for ``col = blockIdx.x * 32 + threadIdx.x`` and ``row =
+    blockIdx.y * 32 + threadIdx.y``, or for ``blockIdx.x * blockDim.x + threadIdx.x`` under a 32x32 block: the
+    launch's grid then has one block per 32x32 tile of the matrix."""
+    sides = grid_sides(t)
+    if sides is None:
+        return None
+    subs = {sym("blockDim.x"): block[0], sym("blockDim.y"): block[1], sym("blockDim.z"): 1} if block else {}
+    out = []
+    for e, d in zip((t.col, t.row), sides, strict=True):
+        k = sympy.expand(e.subs(subs)).coeff(sym(f"blockIdx.{d}"))
+        if not k.is_Integer:
+            return None
+        out.append(int(k))
+    return out[0], out[1]
 
 
 def tile_coverage(t: Transpose, loops: tuple[LoopFact, ...], block: tuple[int, int]) -> str | None:
