@@ -73,6 +73,7 @@ class CudaUnit:
     func = _from_source("func", "The kernel's ``function_definition`` node.")
     body = _from_source("body", "The kernel's body (``compound_statement``).")
     env = _from_source("env", "The unit's constants, without template bindings (a ``ConstEnv``).")
+    types = _from_source("types", "The unit's type names: its aliases and the kernel's template parameters (a ``TypeEnv``).")
     launches = _from_source("sites", "The kernel's launch sites with their calls (``tuple[Launch, ...]``).")
     params = _from_source("params", "The kernel's ``parameter_declaration`` nodes, in order.")
     declarator = _from_source("declarator", "The kernel's ``function_declarator`` node.")

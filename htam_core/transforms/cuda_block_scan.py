@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.forms import KernelText
-from htam_core.source.analysis.prefix_loop import PrefixLoop, segment_prefix_loop
+from htam_core.source.analysis.prefix_loop import EXACT_TYPES, PrefixLoop, segment_prefix_loop
 from htam_core.source.analysis.running_sum import running_sum_refusal
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, statement_span
@@ -34,8 +34,6 @@ from htam_core.types.profile import Profile
 
 #: The shared array of the warps' totals (one per warp of the block, at most 32).
 SUMS = "htam_warp_sums"
-#: Accumulator types whose sums are exact in any order.
-EXACT = frozenset({"int", "unsigned", "unsigned int", "long", "long long", "unsigned long", "unsigned long long"})
 _FULL = "0xffffffffu"
 
 
@@ -141,5 +139,5 @@ class CudaBlockScan(CudaTransform):
             {"scan": kind, "element_type": p.acc_type, "threads": p.block},
             edits,
         )
-        cand.changes_numerics = cand.reorders_only = p.acc_type not in EXACT
+        cand.changes_numerics = cand.reorders_only = unit.types.resolve(p.acc_type) not in EXACT_TYPES
         return [cand]

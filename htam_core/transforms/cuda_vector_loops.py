@@ -48,6 +48,7 @@ from htam_core.source.analysis import LoopFact, PointerFacts, sym
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.constants import SIZEOF
 from htam_core.source.analysis.forms import is_lvalue
+from htam_core.source.analysis.loops import for_parts
 from htam_core.source.analysis.nodes import Node
 from htam_core.transforms._cuda import CudaUnit, statement_list, strip_casts
 from htam_core.transforms.base import TextEdit
@@ -78,22 +79,22 @@ class VecLoop:
 
 
 def _header(unit: CudaUnit, loop: Node, var: str) -> tuple[str, str, str, str] | str:
-    init = loop.child_by_field_name("initializer")
-    if init is None or not syn.is_declaration(init):
+    """``(type, start, bound, step)`` as written of ``for (T var = start; var < bound; var += step)`` (``bound > var``
+    too), read by the analysis layer's one reader of a ``for`` header
+    (:func:`~htam_core.source.analysis.loops.for_parts`); ``step`` is ``"1"`` for ``++var``; or why not."""
+    p = for_parts(loop, unit.t)
+    if p is None or not syn.is_declaration(p.init):
         return f"the loop over {var} does not declare its variable"
-    ds = [d for d in init.named_children if syn.is_init_declarator(d)]
-    if len(ds) != 1:
+    if not p.declared:
         return f"the loop over {var} declares several variables"
-    typ = unit.t(init.child_by_field_name("type"))
-    cond = syn.unwrap_parens(loop.child_by_field_name("condition"))
-    bound = unit.t(cond.child_by_field_name("right")) if cond is not None and syn.is_binary(cond) else ""
-    upd = loop.child_by_field_name("update")
+    upd = p.update
     if upd is not None and not syn.is_assignment(upd) and upd.child_by_field_name("left") is not None:
         upd = upd.child_by_field_name("left")  # `c += s, i = c`: the stride of the two-variable loop's counter
-    step = "1"
-    if upd is not None and syn.is_assignment(upd):
-        step = unit.t(upd.child_by_field_name("right"))
-    return typ, unit.t(ds[0].child_by_field_name("value")), bound, step
+    step = unit.t(upd.child_by_field_name("right")) if syn.is_assignment(upd) else "1"
+    test = p.test
+    # the two-variable loop (`for (T i = c; c < n; c += s, i = c)`) compares its counter, not its variable
+    bound = p.bound if p.bound is not None else test.child_by_field_name("right") if syn.is_binary(test) else None
+    return p.type, unit.t(p.start), unit.t(bound), step
 
 
 def _partitions(unit: CudaUnit, fact: LoopFact) -> bool:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.forms import KernelView
+from htam_core.source.analysis.loops import declared_type, for_parts
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.syntax import exact_node, unwrap_parens
 
@@ -92,23 +93,19 @@ def _start(view: KernelView, init_stmt: Node, var: str) -> tuple[str, Node] | No
     if len(ds) != 1 or view.t(ds[0].child_by_field_name("declarator")) != var:
         return None
     value = ds[0].child_by_field_name("value")
-    typ = view.src[init_stmt.start_byte:ds[0].start_byte].decode().strip()
-    return (typ, value) if value is not None else None
+    return (declared_type(init_stmt, view.t), value) if value is not None else None
 
 
 def _for_loop(view: KernelView, loop: Node) -> CountedLoop | str:
-    """The parts of ``for (T s = A; cond; update)``, else why not."""
-    init = loop.child_by_field_name("initializer")
-    if init is None or not syn.is_declaration(init):
+    """The parts of ``for (T s = A; cond; update)`` (the loop header's one reader,
+    :func:`~htam_core.source.analysis.loops.for_parts`), else why not."""
+    p = for_parts(loop, view.t)
+    if p is None or not syn.is_declaration(p.init):
         return "the loop variable is not declared in the loop header"
-    ds = [d for d in init.named_children if syn.is_init_declarator(d)]
-    if len(ds) != 1 or not syn.is_identifier(ds[0].child_by_field_name("declarator")):
+    if not p.declared or p.var is None or not syn.is_identifier(p.var_node):
         return "the loop header does not declare one variable"
-    value = ds[0].child_by_field_name("value")
-    if value is None:
+    if p.start is None:
         return "the loop variable has no initial value"
-    cond, upd = loop.child_by_field_name("condition"), loop.child_by_field_name("update")
-    if cond is None or upd is None:
+    if p.cond is None or p.update is None:
         return "the loop header has no condition or no update"
-    typ = view.src[init.start_byte:ds[0].start_byte].decode().strip()
-    return CountedLoop(loop, "for", view.t(ds[0].child_by_field_name("declarator")), typ, value, cond, upd)
+    return CountedLoop(loop, "for", p.var, p.type, p.start, p.cond, p.update)

@@ -29,6 +29,7 @@ from htam_core.source.analysis.launch_bounds import launch_bounds_node  # noqa: 
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.sync import Barrier
 from htam_core.source.analysis.syntax import side_effect_free, statements, strip_casts
+from htam_core.source.analysis.types import TypeEnv
 from htam_core.source.analysis.unit import CudaSource
 
 
@@ -68,6 +69,17 @@ class KernelView(HasText, Protocol):
         """File offset of ``node``'s start."""
         ...
 
+    def node_at(self, span: tuple[int, int], types: tuple[str, ...] = ()) -> Node | None:
+        """The node whose file bytes are exactly ``span`` (a fact's span), optionally of one of ``types``; ``None``
+        when the span is not one node of the unit."""
+        ...
+
+    @property
+    def types(self) -> TypeEnv:
+        """The type names the unit gives the kernel: its ``typedef``/``using`` aliases and template parameters
+        (:class:`~htam_core.source.analysis.types.TypeEnv`), built once per unit."""
+        ...
+
 
 @dataclass(frozen=True)
 class KernelText:
@@ -103,6 +115,15 @@ class KernelText:
     def file_byte(self, node: Node) -> int:
         """File offset of ``node``'s start."""
         return self.source.file_byte(node)
+
+    def node_at(self, span: tuple[int, int], types: tuple[str, ...] = ()) -> Node | None:
+        """The node whose file bytes are exactly ``span`` (:meth:`CudaSource.node_at`)."""
+        return self.source.node_at(span, types)
+
+    @property
+    def types(self) -> TypeEnv:
+        """The unit's type names (:attr:`CudaSource.types`)."""
+        return self.source.types
 
 
 def barriers_in(view: KernelView, node: Node) -> list[Barrier]:

@@ -36,6 +36,7 @@ from tree_sitter import Node
 
 from htam_core.source.analysis.constants import ConstEnv
 from htam_core.source.analysis.facts import DIMS, GridStrideLoop, sym
+from htam_core.source.analysis.loops import for_parts
 from htam_core.source.analysis.syntax import of_type, strip_casts, unwrap_parens, walk
 from htam_core.source.analysis.uniformity import Uniformity, thread_uniform, uniform_name
 
@@ -165,19 +166,18 @@ def _header(r: _Reader, loop: Node) -> _Header | None:
     var, bound = lt
     outside: list[Node] = []
     scoped = False
-    if loop.type == "for_statement":
-        init, upd = loop.child_by_field_name("initializer"), loop.child_by_field_name("update")
+    head = for_parts(loop, env.t)  # the one reader of a for header
+    if head is not None:
+        init, upd = head.init, head.update
         step = _step_of(env, upd, var) if upd is not None else None
         if step is None and upd is not None and upd.type == "comma_expression":
             return _two_variable(r, loop, var, bound)
         allowed = [upd]
         start = None
-        if init is not None and init.type == "declaration":
-            ds = [d for d in init.named_children if d.type == "init_declarator"]
-            if len(ds) == 1 and env.t(ds[0].child_by_field_name("declarator")) == var:
-                start, scoped = ds[0].child_by_field_name("value"), True
-        elif init is not None and init.type == "assignment_expression" and env.t(init.child_by_field_name("left")) == var:
-            start, allowed = init.child_by_field_name("right"), [upd, init]
+        if head.declared and head.var == var:
+            start, scoped = head.start, True
+        elif init is not None and init.type == "assignment_expression" and head.var == var:
+            start, allowed = head.start, [upd, init]
         elif init is None:
             start = _declared_start(r, var, loop)
             outside = [start.parent] if start is not None else []

@@ -4,9 +4,15 @@
 (so ``s >>= 1`` reduction trees and ``i *= 2`` count right); :func:`symbolic_trip_count` gives the
 closed form ``ceil((bound - start) / step)`` (``<``), ``floor((bound - start) / step) + 1`` (``<=``) and
 their mirror images for decreasing loops, ``ceil(log_s(bound / start))`` for ``v *= s``, as sympy expressions over runtime names (assuming the
-loop runs at least once: a symbolic count is not clamped at 0). :func:`counted_header` gives the same header
-as source spans and texts, for a rewrite that edits it: the start, the update and the bound normalized to an
-exclusive one (``k <= q`` counts to ``q + 1``).
+loop runs at least once: a symbolic count is not clamped at 0).
+
+A ``for`` header has one reader, :func:`for_parts` (its parts as nodes: the variable, its declared type, the
+start, the bound with the variable on either side, the update); the other readers are views of it:
+:func:`c_for_header` (values, for the loop facts and the trip counter), :func:`counted_header` (source spans and
+texts for a rewrite that edits the header, the bound normalized to an exclusive one: ``k <= q`` counts to
+``q + 1``; ``LoopFact.header``), :func:`~htam_core.source.analysis.counted.counted_loop` (nodes, for the steps
+that rewrite a loop in any of its forms) and the grid-stride reader. :func:`c_while_header` reads a ``while`` or
+``do`` loop as the counted ``for`` loop it is.
 """
 
 from __future__ import annotations
@@ -72,37 +78,121 @@ def symbolic_trip_count(start: sympy.Expr | None, cmp: str | None, bound: sympy.
     return None
 
 
+@dataclass(frozen=True)
+class ForParts:
+    """The parts of a C ``for`` header as syntax nodes: the one reader of a ``for`` header, which every other view
+    builds on (:func:`c_for_header`: values; :func:`counted_header`: file spans and the exclusive bound;
+    :func:`~htam_core.source.analysis.counted.counted_loop`: nodes for a rewrite).
+
+    Attributes:
+        loop: the ``for_statement``.
+        init: the initializer (a declaration, an assignment, any expression), or ``None`` when empty.
+        declared: ``init`` is a declaration with exactly one initialized declarator (``T v = a``, ``T v = a, w``).
+        var: the loop variable: that declarator's name as written, or the target of an initializing assignment
+            (``for (v = a; ...)``); ``None`` otherwise.
+        var_node: the node ``var`` is read from (the declarator, or the assignment's left side), or ``None``.
+        type: for a declaration, its declared type as written, qualifiers included (``"unsigned int"``); else ``""``.
+        start: the starting value (the declarator's initializer, or the assignment's right side), or ``None``.
+        cond: the condition as written, or ``None`` when empty.
+        bound: the other side of the condition when it is a binary expression with ``var`` on one side (casts
+            stripped, parentheses opened), else ``None``.
+        cmp: the condition's operator with ``var`` on the left (``n > k`` reads ``<``), else ``None``.
+        update: the update expression, or ``None`` when empty.
+    """
+
+    loop: Node
+    init: Node | None
+    declared: bool
+    var: str | None
+    var_node: Node | None
+    type: str
+    start: Node | None
+    cond: Node | None
+    bound: Node | None
+    cmp: str | None
+    update: Node | None
+
+    @property
+    def test(self) -> Node | None:
+        """The condition with parentheses stripped (``(s < n)`` reads ``s < n``), or ``None``."""
+        return unwrap_parens(self.cond) if self.cond is not None else None
+
+
+def declared_type(decl: Node, t: Callable[[Node | None], str]) -> str:
+    """The type a declaration gives its names as written, qualifiers included: the text of its parts before its
+    first declarator (``"unsigned int"`` of ``unsigned int s = 1;``, ``"const float"``), words joined by one space.
+
+    Args:
+        decl: a ``declaration`` node.
+        t: source text of a node.
+    """
+    first = decl.child_by_field_name("declarator")
+    end = first.start_byte if first is not None else decl.end_byte
+    return " ".join(t(c) for c in decl.children if c.end_byte <= end and c.type != ";")
+
+
+def for_parts(loop: Node, t: Callable[[Node | None], str]) -> ForParts | None:
+    """The :class:`ForParts` of a ``for`` loop (``None`` for any other statement).
+
+    Args:
+        loop: a syntax node (a ``for_statement`` gives its parts).
+        t: source text of a node.
+    """
+    if loop.type != "for_statement":
+        return None
+    init, cond, upd = (loop.child_by_field_name(f) for f in ("initializer", "condition", "update"))
+    var_node = start = None
+    typ, declared = "", False
+    if init is not None and init.type == "declaration":
+        ds = [d for d in init.named_children if d.type == "init_declarator"]
+        if len(ds) == 1:
+            declared, var_node, start = True, ds[0].child_by_field_name("declarator"), ds[0].child_by_field_name("value")
+            typ = declared_type(init, t)
+    elif init is not None and init.type == "assignment_expression":
+        var_node, start = init.child_by_field_name("left"), init.child_by_field_name("right")
+    var = t(var_node) if var_node is not None else None
+    cmp, bound = _compare(cond, var, t) if var is not None else (None, None)
+    return ForParts(loop, init, declared, var, var_node, typ, start, cond, bound, cmp, upd)
+
+
 def c_for_header(loop: Node, t: Callable[[Node | None], str], expr: Callable[[Node | None], Any]) -> dict[str, Any]:
-    """The parts of a C ``for`` header: ``var``, ``start``, ``cmp`` (variable on the left), ``bound``, ``update``
-    (``"+"``, ``"-"``, ``"*"``, ``"<<"``, ``">>"``, ``"/"``) and ``step``; keys are missing when unreadable.
+    """The parts of a C ``for`` header (:func:`for_parts`) as values: ``var``, ``start``, ``cmp`` (variable on the
+    left), ``bound``, ``update`` (``"+"``, ``"-"``, ``"*"``, ``"<<"``, ``">>"``, ``"/"``) and ``step``; keys are
+    missing when unreadable.
 
     Args:
         loop: a ``for_statement`` node (anything else gives ``{}``).
         t: source text of a node.
         expr: the value of an expression node in the caller's terms (a sympy expression, a constant), or ``None``.
     """
+    p = for_parts(loop, t)
     out: dict[str, Any] = {}
-    if loop.type != "for_statement":
+    if p is None or p.var is None:
         return out
-    init, cond, upd = (loop.child_by_field_name(f) for f in ("initializer", "condition", "update"))
-    var = None
-    if init is not None and init.type == "declaration":
-        ds = [d for d in init.named_children if d.type == "init_declarator"]
-        if len(ds) == 1:
-            var = t(ds[0].child_by_field_name("declarator"))
-            out["start"] = expr(ds[0].child_by_field_name("value"))
-    elif init is not None and init.type == "assignment_expression":
-        var = t(init.child_by_field_name("left"))
-        out["start"] = expr(init.child_by_field_name("right"))
-    if var is None:
-        return out
-    out["var"] = var
-    _read_condition(cond, var, t, expr, out)
-    out.pop("bound_node", None)
-    _read_update(upd, var, t, expr, out)
+    out["start"], out["var"] = expr(p.start), p.var
+    if p.cmp is not None:
+        out["cmp"], out["bound"] = p.cmp, expr(p.bound)
+    _read_update(p.update, p.var, t, expr, out)
     if "cmp" not in out:
-        out.update(_two_variable(loop, var, t, expr))
+        out.update(_two_variable(loop, p.var, t, expr))
     return out
+
+
+def _compare(cond: Node | None, var: str | None, t: Callable[[Node | None], str]) -> tuple[str | None, Node | None]:
+    """``(cmp, bound)`` of a loop condition ``cond`` that compares ``var`` (either side; ``cmp`` with ``var`` on
+    the left), else ``(None, None)``. Parentheses and a ``condition_clause`` around it are opened."""
+    cond = unwrap_parens(cond) if cond is not None else None
+    if cond is not None and cond.type == "condition_clause" and cond.named_child_count == 1:
+        cond = unwrap_parens(cond.named_children[0])
+    if var is None or cond is None or cond.type != "binary_expression":
+        return None, None
+    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+    op = t(cond.child_by_field_name("operator"))
+    if left is not None and t(strip_casts(left)) == var:
+        return op, right
+    if right is not None and t(strip_casts(right)) == var:
+        return FLIP.get(op, op), left
+    return None, None
 
 
 def _two_variable(loop: Node, var: str, t: Callable[[Node | None], str], expr: Callable[[Node | None], Any]
@@ -139,17 +229,11 @@ def _two_variable(loop: Node, var: str, t: Callable[[Node | None], str], expr: C
 
 def _read_condition(cond: Node | None, var: str, t: Callable[[Node | None], str], expr: Callable[[Node | None], Any],
                     out: dict[str, Any]) -> None:
-    """Set ``out["cmp"]``/``out["bound"]`` from the loop condition ``cond`` when it compares ``var`` (either side)."""
-    cond = unwrap_parens(cond) if cond is not None else None
-    if cond is not None and cond.type == "condition_clause" and cond.named_child_count == 1:
-        cond = unwrap_parens(cond.named_children[0])
-    if cond is not None and cond.type == "binary_expression":
-        left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
-        op = t(cond.child_by_field_name("operator"))
-        if left is not None and t(strip_casts(left)) == var:
-            out["cmp"], out["bound"], out["bound_node"] = op, expr(right), right
-        elif right is not None and t(strip_casts(right)) == var:
-            out["cmp"], out["bound"], out["bound_node"] = FLIP.get(op, op), expr(left), left
+    """Set ``out["cmp"]``/``out["bound"]``/``out["bound_node"]`` from the loop condition ``cond`` when it compares
+    ``var`` (either side: :func:`_compare`)."""
+    cmp, bound = _compare(cond, var, t)
+    if cmp is not None:
+        out["cmp"], out["bound"], out["bound_node"] = cmp, expr(bound), bound
 
 
 def _read_update(upd: Node | None, var: str, t: Callable[[Node | None], str], expr: Callable[[Node | None], Any],
@@ -313,37 +397,26 @@ def _unit_step(upd: Node, var: str, t: Callable[[Node | None], str]) -> bool:
 def counted_header(loop: Node, t: Callable[[Node | None], str],
                    span: Callable[[Node], tuple[int, int]]) -> CountedHeader | str:
     """The :class:`CountedHeader` of a ``for`` loop that declares its variable with a starting value and compares
-    it with a bound (either side), or why not (one clause naming what is missing).
+    it with a bound (either side), or why not (one clause naming what is missing); a view of :func:`for_parts`.
 
     Args:
         loop: a ``for_statement`` node.
         t: source text of a node.
         span: the bytes of a node in the caller's offsets (file offsets for the analysis facts).
     """
-    init, cond, upd = (loop.child_by_field_name(f) for f in ("initializer", "condition", "update"))
-    if loop.type != "for_statement" or init is None or cond is None or upd is None:
+    p = for_parts(loop, t)
+    if p is None or p.init is None or p.cond is None or p.update is None:
         return "is not a counted for loop"
-    ds = [d for d in init.named_children if d.type == "init_declarator"] if init.type == "declaration" else []
-    value = ds[0].child_by_field_name("value") if len(ds) == 1 else None
-    if value is None:
+    if not p.declared or p.start is None or p.var is None:
         return "does not declare its variable with a starting value"
-    var = t(ds[0].child_by_field_name("declarator"))
-    cond = unwrap_parens(cond)
-    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
-    op = t(cond.child_by_field_name("operator")) if cond.type == "binary_expression" else ""
-    if op not in FLIP or left is None or right is None:
-        return f"does not compare {var} with a bound"
-    if t(strip_casts(left)) == var:
-        cmp, bound = op, right
-    elif t(strip_casts(right)) == var:
-        cmp, bound = FLIP[op], left
-    else:
-        return f"does not compare {var} with a bound"
-    unit = _unit_step(upd, var, t)
+    test = p.test
+    if p.cmp not in FLIP or p.bound is None or test is None:
+        return f"does not compare {p.var} with a bound"
+    unit = _unit_step(p.update, p.var, t)
     exclusive = None
-    if unit and cmp in ("<", "!="):
-        exclusive = t(bound)
-    elif unit and cmp == "<=":
-        exclusive = f"({t(bound)}) + 1"
-    return CountedHeader(var, t(init.child_by_field_name("type")), span(value), span(bound), span(cond), span(upd),
-                         cmp, unit, exclusive)
+    if unit and p.cmp in ("<", "!="):
+        exclusive = t(p.bound)
+    elif unit and p.cmp == "<=":
+        exclusive = f"({t(p.bound)}) + 1"
+    return CountedHeader(p.var, p.type, span(p.start), span(p.bound), span(test), span(p.update), p.cmp, unit,
+                         exclusive)

@@ -38,19 +38,26 @@ from htam_core.source.analysis.constants import is_zero_value
 from htam_core.source.analysis.facts import Accumulator, LoopFact, sym
 from htam_core.source.analysis.forms import KernelView
 from htam_core.source.analysis.guards import BoundsGuard, closing_bounds_guard
-from htam_core.source.analysis.instantiations import template_param_names
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.syntax import statements, unwrap_parens
 from htam_core.source.analysis.uniformity import kernel_uniformity, thread_uniform
 
-__all__ = ["MAX_BLOCK", "NO_LOOP", "SHUFFLE_TYPES", "PrefixLoop", "pieces", "segment_prefix_loop"]
+__all__ = ["EXACT_TYPES", "MAX_BLOCK", "NO_LOOP", "SHUFFLE_TYPES", "PrefixLoop", "pieces", "segment_prefix_loop",
+           "shuffle_type"]
 
+#: Integer accumulator types ``__shfl_up_sync`` takes, as the unit's aliases resolve (:meth:`TypeEnv.resolve`):
+#: its ``int``, ``unsigned int``, ``long``, ``unsigned long``, ``long long`` and ``unsigned long long`` overloads,
+#: in any spelling, and the ``<cstdint>`` names that stand for one of them (``int64_t`` is ``long`` or ``long
+#: long``). Their sums, products, maxima and minima are exact in any grouping.
+EXACT_TYPES = frozenset({"int", "signed", "signed int", "unsigned", "unsigned int", "long", "long int", "signed long",
+                         "long long", "long long int", "signed long long", "unsigned long", "unsigned long int",
+                         "unsigned long long", "unsigned long long int", "int32_t", "uint32_t", "int64_t", "uint64_t",
+                         "size_t", "ptrdiff_t"})
 #: Accumulator types ``__shfl_up_sync`` takes (a template type parameter is accepted as well).
-SHUFFLE_TYPES = frozenset({"int", "unsigned", "unsigned int", "long", "long long", "unsigned long",
-                           "unsigned long long", "float", "double"})
+SHUFFLE_TYPES = EXACT_TYPES | {"float", "double"}
 #: Integer types as a pointee may be written (an integer sum converts at every step; float elements would not).
 _INTEGER = re.compile(r"^(?:(?:unsigned|signed) )?(?:char|short|int|long|long long)(?: int)?$|^unsigned$|"
-                      r"^u?int(?:8|16|32|64)_t$|^size_t$")
+                      r"^(?:std::)?u?int(?:8|16|32|64)_t$|^(?:std::)?size_t$")
 #: The most threads a block may have.
 MAX_BLOCK = 1024
 #: Why a kernel has no segment prefix loop at all.
@@ -196,12 +203,15 @@ def _block(view: KernelView, b: sympy.Expr) -> tuple[int | None, str | None]:
     return n, None
 
 
-def _acc_type(view: KernelView, acc: Accumulator) -> str | None:
-    """The accumulator's type when ``__shfl_up_sync`` takes it (:data:`SHUFFLE_TYPES` or a template type)."""
-    t = " ".join(w for w in (acc.type or "").split() if w != "const")
-    fn = view.body.parent
-    templ = set(template_param_names(fn, view.src)) if fn is not None else set()
-    return t if t in SHUFFLE_TYPES or t in templ else None
+def shuffle_type(view: KernelView, acc: Accumulator) -> tuple[str, str] | None:
+    """``(written, resolved)`` of the accumulator's type when ``__shfl_up_sync`` takes it, else ``None``: the type
+    as declared without ``const`` (``"I"``, ``"T"``), and the type it names through the unit's aliases
+    (:attr:`KernelView.types`: ``typedef int64_t I;`` gives ``"int64_t"``), which is in :data:`SHUFFLE_TYPES` or
+    is a template parameter of the kernel. A rewrite declares with the written type, and asks the resolved one
+    whether integer arithmetic is exact (:data:`EXACT_TYPES`)."""
+    written = " ".join(w for w in (acc.type or "").split() if w != "const")
+    resolved = view.types.resolve(written)
+    return (written, resolved) if resolved in SHUFFLE_TYPES or view.types.is_template(written) else None
 
 
 def _store(view: KernelView, stmt: Node, lp: LoopFact, acc: str) -> str | None:
@@ -274,10 +284,11 @@ def _finish(view: KernelView, guard: BoundsGuard, lp: LoopFact, acc: Accumulator
     if term is None or syn.references(term, view.src, index) or not thread_uniform(kernel_uniformity(view), term,
                                                                                     scope="block"):
         return f"the bounds check is not `{index} < n` with n the same in every thread"
-    t = _acc_type(view, acc)
-    if t is None:
+    typ = shuffle_type(view, acc)
+    if typ is None:
         return f"{acc.name} is of type {acc.type}, which __shfl_up_sync does not take"
-    if t in SHUFFLE_TYPES - {"float", "double"} and not _integer_summand(view, e):
+    t = typ[0]
+    if typ[1] in EXACT_TYPES and not _integer_summand(view, e):
         return f"the integer {acc.name} sums the non-integer `{view.t(e)}`, converted at every step"
     used = [len(syn.references(n, view.src, acc.name)) for n in (view.body, decl, loop, store)]
     if used[0] != sum(used[1:]):

@@ -19,7 +19,8 @@ statements outside the loop that write memory. A step that gives each row to a w
 
 The loop's body must be exactly the update and the store; the element and the store's value have no effect and
 do not read the accumulator otherwise; the store's address moves with the loop variable; the accumulator is of a
-type ``__shfl_up_sync`` takes (:data:`~htam_core.source.analysis.prefix_loop.SHUFFLE_TYPES` or a template type);
+type ``__shfl_up_sync`` takes (:data:`~htam_core.source.analysis.prefix_loop.SHUFFLE_TYPES` or a template type,
+through the unit's ``typedef``/``using`` aliases: :func:`~htam_core.source.analysis.prefix_loop.shuffle_type`);
 an integer sum or product reads integer elements (a conversion at every step would not survive the regrouping).
 A running max/min written as a comparison and a choice is refused (its tie and NaN rules would need the choice
 itself in the scan). Idea sources: Blelloch, "Prefix Sums and Their Applications" (1990); the CUDA C++
@@ -36,9 +37,14 @@ from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.block_load import pure_expression
 from htam_core.source.analysis.facts import Accumulator, LoopFact, sym
 from htam_core.source.analysis.forms import Elementwise, KernelView, elementwise
-from htam_core.source.analysis.instantiations import template_param_names
 from htam_core.source.analysis.nodes import Node
-from htam_core.source.analysis.prefix_loop import SHUFFLE_TYPES, _integer_summand, pieces
+from htam_core.source.analysis.prefix_loop import (
+    EXACT_TYPES,
+    SHUFFLE_TYPES,
+    _integer_summand,
+    pieces,
+    shuffle_type,
+)
 from htam_core.source.analysis.syntax import effect_free, statements, unwrap_parens
 
 __all__ = ["FLOATING_TYPES", "MINMAX_CALLS", "RowScan", "row_scan"]
@@ -48,8 +54,6 @@ MINMAX_CALLS = frozenset({"fmaxf", "fminf", "fmax", "fmin", "max", "min"})
 #: Floating-point element types, as written or bound at a launch (their sums and products depend on the order).
 FLOATING_TYPES = frozenset({"float", "double", "half", "__half", "__nv_bfloat16", "nv_bfloat16", "at::Half",
                             "at::BFloat16", "c10::Half", "c10::BFloat16", "long double"})
-#: Integer accumulator types (their sums, products, maxima and minima are exact in any grouping).
-_EXACT = frozenset(SHUFFLE_TYPES - {"float", "double"})
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,9 @@ class RowScan:
         var: the loop variable; ``var_type`` its declared type as written (``"size_t"``).
         start: the loop's start as written (``"0"``).
         bound: the loop's bound as written, parenthesized unless a name or a literal (``"cols"``).
-        acc: the accumulator; ``acc_type`` its declared type (``"int"``, ``"T"``).
+        acc: the accumulator; ``acc_type`` its declared type as written, without ``const`` (``"int"``, ``"T"``,
+            ``"I"``); ``acc_resolved`` the type that names through the unit's aliases (``"int64_t"`` for ``I`` after
+            ``typedef int64_t I;``; :attr:`KernelView.types`).
         op: ``"sum"``, ``"prod"``, ``"max"`` or ``"min"``.
         combine: the combine of two partial values as a format of ``{a}`` and ``{b}`` (``"{a} + {b}"``,
             ``"fmaxf({a}, {b})"``).
@@ -91,6 +97,7 @@ class RowScan:
     store: tuple[str, ...]
     exact: bool
     lane_writes: tuple[Node, ...]
+    acc_resolved: str = ""
 
     def store_of(self, value: str) -> str:
         """The store with ``value`` (a C identifier) in place of the accumulator."""
@@ -105,9 +112,10 @@ class RowScan:
         ``acc_type`` itself, or for a type template parameter the types the kernel's launches instantiate it with
         (``instantiations``: :attr:`~htam_core.source.analysis.facts.KernelFacts.type_instantiations`), ``True``
         when one of them is floating; ``None`` for a template parameter no launch binds."""
-        if self.acc_type in SHUFFLE_TYPES:
-            return self.acc_type in FLOATING_TYPES
-        bound = dict((n, tuple(ts)) for n, ts in instantiations).get(self.acc_type, ())
+        typ = self.acc_resolved or self.acc_type
+        if typ in SHUFFLE_TYPES:
+            return typ in FLOATING_TYPES
+        bound = dict((n, tuple(ts)) for n, ts in instantiations).get(typ, ())
         if not bound:
             return None
         return any(" ".join(t.replace("const", " ").split()) in FLOATING_TYPES for t in bound)
@@ -147,14 +155,6 @@ def _assignment(stmt: Node) -> Node | None:
     return asg if syn.is_assignment(asg) else None
 
 
-def _acc_type(view: KernelView, acc: Accumulator) -> str | None:
-    """The accumulator's type when ``__shfl_up_sync`` takes it (or a template type parameter), else ``None``."""
-    t = " ".join(w for w in (acc.type or "").split() if w != "const")
-    fn = view.body.parent
-    templ = set(template_param_names(fn, view.src)) if fn is not None else set()
-    return t if t in SHUFFLE_TYPES or t in templ else None
-
-
 @dataclass(frozen=True)
 class _Header:
     """The loop's header as written: the variable, its type, the start and the bound."""
@@ -165,18 +165,16 @@ class _Header:
     bound: Node
 
 
-def _header(view: KernelView, loop: Node, lp: LoopFact) -> _Header | str:
-    """The :class:`_Header` of ``for (T c = s; c < n; ++c)`` (the loop facts: ``<``, step 1; ``n`` effect-free and
-    not reading ``c``), or why the loop is not one."""
-    init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
-    ds = syn.init_declarators(init) if syn.is_declaration(init) else []
-    if lp.var is None or lp.cmp != "<" or lp.update != "+" or lp.step != 1 or len(ds) != 1 or cond is None:
+def _header(view: KernelView, lp: LoopFact) -> _Header | str:
+    """The :class:`_Header` of ``for (T c = s; c < n; ++c)`` or ``n > c`` (the loop's header fact,
+    :attr:`LoopFact.header`: ``<``, step 1; ``n`` effect-free and not reading ``c``), or why the loop is not one."""
+    h = lp.header
+    if h is None or h.cmp != "<" or lp.update != "+" or lp.step != 1:
         return f"the loop on line {lp.line} is not `for (T c = start; c < n; ++c)`"
-    cond = unwrap_parens(cond)
-    bound = cond.child_by_field_name("right") if syn.is_binary(cond) else None
-    if bound is None or syn.references(bound, view.src, lp.var) or not effect_free(bound):
-        return f"the bound of the loop on line {lp.line} reads {lp.var} or has an effect"
-    return _Header(lp.var, view.t(syn.declaration_type(init)), view.t(ds[0].child_by_field_name("value")), bound)
+    start, bound = view.node_at(h.start), view.node_at(h.bound)
+    if start is None or bound is None or syn.references(bound, view.src, h.var) or not effect_free(bound):
+        return f"the bound of the loop on line {lp.line} reads {h.var} or has an effect"
+    return _Header(h.var, h.type, view.t(start), bound)
 
 
 def _loop_and_acc(view: KernelView, ew: Elementwise) -> tuple[Node, LoopFact, Accumulator] | str:
@@ -241,7 +239,7 @@ def _lane_writes(view: KernelView, ew: Elementwise, loop: Node) -> tuple[Node, .
 
 def _finish(view: KernelView, ew: Elementwise, loop: Node, lp: LoopFact, acc: Accumulator) -> RowScan | str:
     """The :class:`RowScan` once the loop and its accumulator are found, or the part that does not fit."""
-    head = _header(view, loop, lp)
+    head = _header(view, lp)
     if isinstance(head, str):
         return head
     steps = _steps(view, loop, lp, acc)
@@ -260,11 +258,12 @@ def _finish(view: KernelView, ew: Elementwise, loop: Node, lp: LoopFact, acc: Ac
     why = _store_problem(view, store, lp, acc.name)
     if why:
         return why
-    t = _acc_type(view, acc)
-    if t is None:
+    typ = shuffle_type(view, acc)
+    if typ is None:
         return f"{acc.name} is of type {acc.type}, which __shfl_up_sync does not take"
-    exact = t in _EXACT or op in ("max", "min")
-    if t in _EXACT and op in ("sum", "prod") and not _integer_summand(view, e):
+    t, integer = typ[0], typ[1] in EXACT_TYPES
+    exact = integer or op in ("max", "min")
+    if integer and op in ("sum", "prod") and not _integer_summand(view, e):
         return f"the integer {acc.name} takes the non-integer `{view.t(e)}`, converted at every step"
     writes = _lane_writes(view, ew, loop)
     if isinstance(writes, str):
@@ -273,7 +272,7 @@ def _finish(view: KernelView, ew: Elementwise, loop: Node, lp: LoopFact, acc: Ac
     b = unwrap_parens(head.bound)
     bound = view.t(b) if syn.is_simple_operand(b) else f"({view.t(b)})"
     return RowScan(ew, lp, loop, head.var, head.type, head.start, bound, acc.name, t, op, combine, element,
-                   inclusive, pieces(view, store.parent, acc.name), exact, writes)
+                   inclusive, pieces(view, store.parent, acc.name), exact, writes, typ[1])
 
 
 def row_scan(view: KernelView) -> RowScan | str:

@@ -16,10 +16,17 @@ condition leaves the alias unresolved, and the name is returned as written. A ``
 can pick another branch: candidates are compiled and verified with the harness's own flags, so a wrong choice
 fails verification, never silently passes.
 
+:class:`TypeEnv` holds a unit's type names once (built by :attr:`CudaSource.types
+<htam_core.source.analysis.unit.CudaSource.types>`, given by every view of a kernel as ``KernelView.types``): the
+aliases, resolved on demand and remembered, and the kernel's template parameters, so every step that asks what a
+declared type is (``I total = 0;`` after ``typedef int64_t I;``) gets the one answer.
+
 Idea source: ISO C11 6.10.1 (conditional inclusion) and 6.7.8 (type definitions).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
@@ -134,3 +141,45 @@ def resolve_type(env: ConstEnv, name: str, depth: int = 0) -> str:
             return name
         return resolve_type(env, active.pop(), depth + 1)
     return name
+
+
+#: The ``<cstdint>``/``<cstddef>`` integer names a kernel may write with ``std::`` or ``::`` before them.
+_STD_INTEGERS = frozenset({"size_t", "ptrdiff_t", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t",
+                           "int64_t", "uint64_t", "intptr_t", "uintptr_t"})
+#: Qualifiers that do not change which type a name is (``const I`` is an ``I``).
+_QUALIFIERS = frozenset({"const", "volatile", "__restrict__", "__restrict", "restrict"})
+
+
+@dataclass(frozen=True)
+class TypeEnv:
+    """The type names a kernel's unit gives: its ``typedef``/``using`` aliases in the build's preprocessor branch
+    (:func:`resolve_type`, the unit and its local headers) and the kernel's template parameters. Built once per
+    parsed unit (:attr:`~htam_core.source.analysis.unit.CudaSource.types`), and read through every view of a
+    kernel (:class:`~htam_core.source.analysis.forms.KernelView`), so a step that asks what type a declaration
+    names gets the same answer as every other.
+
+    Attributes:
+        env: the unit's constants (its source, tree and ``#define`` lines, and its local headers).
+        template_params: the names of the kernel's template parameters (``T`` of ``template <typename T>``).
+    """
+
+    env: ConstEnv
+    template_params: frozenset[str] = frozenset()
+    _seen: dict[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def resolve(self, written: str | None) -> str:
+        """The type ``written`` names: qualifiers (``const``, ``volatile``) dropped, aliases followed (``I`` of
+        ``typedef int64_t I;`` -> ``"int64_t"``, ``using I = long long;`` -> ``"long long"``), ``std::`` dropped
+        before a standard integer name (``std::int64_t`` -> ``"int64_t"``); ``""`` for ``None``. A name that is
+        no alias (a template parameter, a builtin type, one whose branch is undecided) is returned as written,
+        words joined by one space."""
+        name = " ".join(w for w in (written or "").split() if w not in _QUALIFIERS)
+        if name not in self._seen:
+            got = resolve_type(self.env, name) if name else ""
+            bare = got.removeprefix("::").removeprefix("std::")
+            self._seen[name] = bare if bare in _STD_INTEGERS else got
+        return self._seen[name]
+
+    def is_template(self, written: str | None) -> bool:
+        """``written`` names one of the kernel's template parameters (through an alias too: ``using I = T;``)."""
+        return self.resolve(written) in self.template_params

@@ -15,16 +15,19 @@ import bisect
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from tree_sitter import Node
 
 from htam_core.source.analysis.api_launch import api_launch_calls
 from htam_core.source.analysis.constants import ConstEnv
+from htam_core.source.analysis.instantiations import template_param_names
 from htam_core.source.analysis.launch import LaunchCall, launch_arguments, launch_calls
 from htam_core.source.analysis.launch_slots import macro_launch_calls
 from htam_core.source.analysis.syntax import exact_node, of_type, parse, parse_cuda, smallest_covering, text
 from htam_core.source.analysis.triton_names import TritonNames, triton_names
+from htam_core.source.analysis.types import TypeEnv
 from htam_core.source.model import Kernel, LaunchSite, SourceModel
 from htam_core.types.language import traits
 
@@ -184,6 +187,12 @@ class CudaSource:
         """The kernel's ``parameter_declaration`` nodes, in order."""
         plist = self.declarator.child_by_field_name("parameters")
         return [c for c in (plist.named_children if plist else []) if c.type == "parameter_declaration"]
+
+    @cached_property
+    def types(self) -> TypeEnv:
+        """The type names the unit gives the kernel (its aliases and template parameters), built once:
+        :class:`~htam_core.source.analysis.types.TypeEnv`."""
+        return TypeEnv(self.env, frozenset(template_param_names(self.func, self.src)))
 
 
 def cuda_source(model: SourceModel, kernel: Kernel) -> CudaSource | str:
