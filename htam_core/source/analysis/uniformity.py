@@ -165,7 +165,7 @@ def thread_position(u: Uniformity, node: Node) -> bool:
 def _position(a: _Ask, node: Node, seen: frozenset[str]) -> bool:
     """``node`` is uniform over the grid or a position (:func:`thread_position`; ``seen``: locals being decided)."""
     node = syn.strip_casts(node)
-    if _expr(a, node, seen):
+    if _expr(a, node, frozenset()):  # uniform in its own right (the locals being decided are not)
         return True
     if syn.is_identifier(node):
         return _position_name(a, a.u.text(node), seen)
@@ -174,7 +174,7 @@ def _position(a: _Ask, node: Node, seen: frozenset[str]) -> bool:
         return obj is not None and (a.u.text(obj).strip() == "threadIdx" or (syn.is_call(obj)
                                                                               and _position(a, obj, seen)))
     if syn.is_call(node):
-        return bool(_POSITION_CALLS.fullmatch(_callee(a, node))) and all(_expr(a, c, seen)
+        return bool(_POSITION_CALLS.fullmatch(_callee(a, node))) and all(_expr(a, c, frozenset())
                                                                           for c in _call_operands(node))
     if syn.is_binary(node) and a.u.text(node.child_by_field_name("operator")) in _ARITHMETIC:
         return all(_position(a, node.child_by_field_name(f), seen) for f in ("left", "right"))  # type: ignore[arg-type]
@@ -190,8 +190,8 @@ def _position_name(a: _Ask, name: str, seen: frozenset[str]) -> bool:
     defs = _definitions(a.u, name)
     if not defs or len(seen) >= _DEPTH:
         return False
-    seen = seen | {name}
-    return all(_control(a, at, seen) and all(_position(a, v, seen) for v in values[-1:]) and
+    inner = seen | {name}
+    return all(_control(a, at, frozenset()) and all(_position(a, v, inner) for v in values[-1:]) and
                not _compound(a, at) for at, values in defs)
 
 
