@@ -33,7 +33,7 @@ from tree_sitter import Node
 
 from htam_core.source.analysis.builtins import PURE_MATH
 from htam_core.source.analysis.device_defs import device_functions
-from htam_core.source.analysis.syntax import effect_free_call, of_type, text, unwrap_parens
+from htam_core.source.analysis.syntax import effect_free_call, of_type, text, unwrap_parens, walk
 
 __all__ = ["pure_device_calls"]
 
@@ -72,19 +72,10 @@ def _pure(name: str, devices: dict[str, Node], data: bytes, known: dict[str, boo
     body = fn.child_by_field_name("body") if fn is not None else None
     ok = (fn is not None and body is not None and name not in seen and not fn.has_error
           and not _READS_INDICES.search(text(fn, data)) and _writes_local_only(fn, body, data)
-          and all(n.type not in _REFUSED for n in _walk(body)) and _no_outside_storage(body, data)
+          and all(n.type not in _REFUSED for n in walk(body)) and _no_outside_storage(body, data)
           and all(_pure_call(c, devices, data, known, seen | {name}) for c in of_type(body, "call_expression")))
     known[name] = ok
     return ok
-
-
-def _walk(node: Node) -> list[Node]:
-    out, stack = [], [node]
-    while stack:
-        n = stack.pop()
-        out.append(n)
-        stack.extend(n.children)
-    return out
 
 
 def _callee(call: Node, data: bytes) -> str:
@@ -148,7 +139,7 @@ def _local_array(fn: Node, name: str, data: bytes) -> bool:
     for d in of_type(body, "declaration") if body is not None else []:
         for dec in d.children_by_field_name("declarator"):
             ids = [i for i in of_type(dec, "identifier") if text(i, data) == name]
-            if ids and not any(k.type in _ALIASING for k in _walk(dec)):
+            if ids and not any(k.type in _ALIASING for k in walk(dec)):
                 return True
     return False
 
