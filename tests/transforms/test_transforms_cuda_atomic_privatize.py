@@ -289,3 +289,34 @@ def test_the_grid_stride_form_only_where_the_grid_is_free(body, launch, grid_str
     assert not isinstance(cs, NotApplicable), cs.reason
     assert (cs[0].params["form"] == "grid_stride") is grid_stride
     assert cs[-1].params["form"] != "grid_stride"
+
+
+_COUNT = """
+__global__ void count_matches(const int *keys, int n, int key, unsigned int *count)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && keys[i] == key) {
+        atomicAdd(count, 1u);
+    }
+}
+void run(const int *keys, int n, int key, unsigned int *count) {
+    count_matches<<<(n + 255) / 256, 256>>>(keys, n, key, count);
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_a_count_under_a_data_equality_is_privatized(tmp_path):
+    """Regression (probe2 c06b): ``if (i < n && keys[i] == key) atomicAdd(count, 1u);`` was read as one thread's
+    block result (as under ``if (tid == 0)``), so the step was refused and the grid taken as free of any block
+    result. The data test selects elements: the count is privatized, grid-stride first, and compiles."""
+    model = parse_text(_COUNT, "cuda", "count.cu")
+    k = model.kernel("count_matches")
+    facts = compute_facts(k.features, k.language, kernel=k, model=model)
+    assert facts["uniform_atomic"] is True and facts["grid_free_tree"] is False
+    cs = registry.propose(TID, model, k)
+    assert not isinstance(cs, NotApplicable), cs.reason
+    assert [c.params["form"] for c in cs] == ["grid_stride", "inline"]
+    assert all("keys[i] == key" in c.new_text and c.new_text.count("atomicAdd(") == 1 for c in cs)
+    for c in cs:
+        assert_nvcc_compiles(c.new_text, tmp_path)

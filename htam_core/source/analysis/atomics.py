@@ -31,7 +31,7 @@ from htam_core.source.analysis.builtins import is_atomic_builtin
 from htam_core.source.analysis.facts import Access, AtomicUpdate, PointerFacts, UniformAtomic
 from htam_core.source.analysis.launch_buffers import launch_buffer_extent
 from htam_core.source.analysis.syntax import of_type, strip_casts, unwrap_parens
-from htam_core.source.analysis.uniformity import Uniformity, thread_uniform
+from htam_core.source.analysis.uniformity import Uniformity, thread_position, thread_uniform
 from htam_core.source.analysis.unit import CudaSource
 from htam_core.source.model import Kernel
 
@@ -282,18 +282,33 @@ def _guarded(src: CudaSource, call: Node) -> bool:
 
 
 def _single(src: CudaSource, call: Node, uniform: Uniformity) -> bool:
-    """An enclosing ``if`` runs ``call`` only where a thread-varying value equals another (``if (tid == 0)``,
-    ``if (lane == 0)``, ``if (!threadIdx.x)``): a few threads of a block run it, after the block or warp combined
-    its values."""
+    """An enclosing ``if`` runs ``call`` only in the threads at a given position of the block or warp: one of the
+    condition's ``&&`` conjuncts compares a thread's position (:func:`~htam_core.source.analysis.uniformity.
+    thread_position`: ``threadIdx.x``, ``lane = threadIdx.x % 32``, ``block.thread_rank()``) with a value uniform
+    over the block (``if (tid == 0)``, ``if (lane == 0)``, ``if (threadIdx.x == blockDim.x - 1)``) or is ``!``
+    of a position (``if (!threadIdx.x)``): a few threads of a block run it, after the block or warp combined its
+    values. A test of the data (``keys[i] == key``, ``!done[i]``) selects elements, not threads, and is not one."""
     for cond in _guarding_conditions(src, call):
-        for c in of_type(cond, ("binary_expression", "unary_expression")):
-            arg = c.child_by_field_name("argument")  # `!tid`: a name is zero (`!(i < n)` is not one test)
-            one = src.env.t(c.child_by_field_name("operator")) == "==" or (
-                src.env.t(c.child_by_field_name("operator")) == "!" and arg is not None
-                and arg.type in ("identifier", "field_expression"))
-            if one and not thread_uniform(uniform, c, scope="block"):
-                return True
+        if cond.type == "condition_clause":
+            cond = cond.child_by_field_name("value") or (cond.named_children[0] if cond.named_children else None)
+        if cond is not None and any(_selects_position(src, c, uniform) for c in _conjuncts(cond, src)):
+            return True
     return False
+
+
+def _selects_position(src: CudaSource, term: Node, uniform: Uniformity) -> bool:
+    """``term`` is ``position == uniform`` (either order) or ``!position`` (:func:`_single`)."""
+    op = src.env.t(term.child_by_field_name("operator")) if term.type in ("binary_expression",
+                                                                          "unary_expression") else ""
+    if op == "!":
+        arg = term.child_by_field_name("argument")
+        return arg is not None and thread_position(uniform, arg)
+    if op != "==":
+        return False
+    left, right = term.child_by_field_name("left"), term.child_by_field_name("right")
+    return left is not None and right is not None and any(
+        thread_position(uniform, a) and thread_uniform(uniform, b, scope="block") for a, b in ((left, right),
+                                                                                               (right, left)))
 
 
 def _element_type(pf: PointerFacts | None) -> tuple[str, str | None]:

@@ -43,6 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.builtins import PURE_MATH
 from htam_core.source.analysis.constants import is_zero_value
 from htam_core.source.analysis.facts import Access
 from htam_core.source.analysis.forms import KernelView
@@ -58,9 +59,6 @@ from htam_core.source.analysis.uniformity import kernel_uniformity, thread_unifo
 
 __all__ = ["GuardedLoad", "NO_LOAD", "PURE_MATH", "guarded_block_load", "pure_expression"]
 
-#: Math functions without effect that a per-element expression stored into the slot may call.
-PURE_MATH = frozenset({"fabsf", "fabs", "abs", "sqrtf", "sqrt", "expf", "exp", "__expf", "logf", "log", "__logf",
-                       "tanhf", "tanh", "fmaxf", "fminf", "fmax", "fmin", "max", "min"})
 #: The one-argument ones of :data:`PURE_MATH` that map zero to zero.
 _ZERO_KEEPING = frozenset({"fabsf", "fabs", "abs", "sqrtf", "sqrt", "tanhf", "tanh"})
 
@@ -257,15 +255,19 @@ class _Split:
 def pure_expression(view: KernelView, node: Node) -> bool:
     """``node`` (an expression of ``view``'s kernel) writes nothing and calls only :data:`PURE_MATH`, casts
     (``static_cast``, ``float(x)``, and ``T(x)`` of a type ``T`` the kernel body names, a template parameter for
-    instance) or calls :func:`~htam_core.source.analysis.syntax.effect_free` accepts. Raises nothing."""
+    instance), calls :func:`~htam_core.source.analysis.syntax.effect_free` accepts, or pure functions of the unit
+    (:attr:`~htam_core.source.analysis.facts.KernelFacts.pure_calls`: ``above(x[i], thr)`` with ``__device__ bool
+    above(float v, float t) { return v > t; }``). Raises nothing."""
     types = {view.t(t) for t in syn.type_names(view.body)}
+    pure = set(view.facts.pure_calls)
     for n in syn.walk(node):
         if syn.is_write(n):
             return False
         fn = view.t(n.child_by_field_name("function")) if syn.is_call(n) else None
         args = n.child_by_field_name("arguments") if fn is not None else None
         cast = fn in types and args is not None and len(args.named_children) == 1
-        if fn is not None and fn not in PURE_MATH and not cast and not effect_free(n):
+        helper = fn is not None and fn.split("<", 1)[0].rsplit("::", 1)[-1].strip() in pure
+        if fn is not None and fn not in PURE_MATH and not cast and not helper and not effect_free(n):
             return False
     return True
 

@@ -3,14 +3,15 @@
 A call of an atomic function reads and writes the element its first argument points to, and a load intrinsic
 reads it; the analysis layer counts such a call as an access. A user's ``__device__`` helper whose name starts the
 same way (``atomicAggInc(counter)``, ``__ldWrapper(p)``) is not one: what it does with a pointer is not known
-from the call, so the pointer escapes. The one place these names are matched.
+from the call, so the pointer escapes. The one place these names are matched. Also the math functions whose call
+is a value (:data:`PURE_MATH`).
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["ATOMIC_BUILTIN", "LOAD_BUILTIN", "is_atomic_builtin", "is_load_builtin"]
+__all__ = ["ATOMIC_BUILTIN", "LOAD_BUILTIN", "PURE_MATH", "is_atomic_builtin", "is_load_builtin"]
 
 
 def _short(fn: str) -> str:
@@ -27,6 +28,10 @@ ATOMIC_BUILTIN = re.compile(r"(?:atomic(?:Add|Sub|Exch|Min|Max|Inc|Dec|CAS|And|O
 #: ``__ldcs``, ``__ldlu``, ``__ldcv``; CUDA C++ Programming Guide, "Read-Only Data Cache Load Function", "Load
 #: Functions Using Cache Hints").
 LOAD_BUILTIN = re.compile(r"__ld(?:g|cg|ca|cs|lu|cv)")
+#: CUDA math functions without effect whose value depends on their arguments only (CUDA Math API): a
+#: per-element expression (a block load's value, a guard term) and a pure helper of the unit may call them.
+PURE_MATH = frozenset({"fabsf", "fabs", "abs", "sqrtf", "sqrt", "expf", "exp", "__expf", "logf", "log", "__logf",
+                       "tanhf", "tanh", "fmaxf", "fminf", "fmax", "fmin", "max", "min"})
 
 
 def is_atomic_builtin(fn: str) -> bool:

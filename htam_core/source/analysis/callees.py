@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from htam_core.source.analysis import analyze
+from htam_core.source.analysis.device_defs import definition_head as _head
+from htam_core.source.analysis.device_defs import device_functions, unit_functions
 from htam_core.source.analysis.facts import KernelFacts, Span
 from htam_core.source.analysis.instantiations import MAX_HOPS as MAX_HOPS
 from htam_core.source.analysis.instantiations import called_name as _called_name
-from htam_core.source.analysis.instantiations import function_name as _function_name
 from htam_core.source.analysis.instantiations import template_arguments
 from htam_core.source.analysis.instantiations import template_param_names as _template_params
 from htam_core.source.analysis.syntax import of_type, text
@@ -68,12 +69,6 @@ class DeviceCallee:
     facts: KernelFacts
 
 
-def _head(fn: Node, src: bytes) -> bytes:
-    """The bytes of a definition before its body (qualifiers, return type, declarator)."""
-    body = fn.child_by_field_name("body")
-    return src[fn.start_byte : body.start_byte if body is not None else fn.end_byte]
-
-
 def _bindings(root: Node, src: bytes, kernel: Kernel, position: int,
               devices: set[str]) -> set[str]:
     """The ``__device__`` names bound to the kernel's template parameter at ``position`` through its launch sites,
@@ -108,13 +103,8 @@ def _build(model: SourceModel, kernel: Kernel) -> tuple[DeviceCallee, ...]:
     if isinstance(src, str) or src.base != 0:
         return ()
     data, root = src.src, src.root
-    functions: dict[str, list[Node]] = {}
-    for fn in of_type(root, "function_definition"):
-        name = _function_name(fn, data)
-        if name:
-            functions.setdefault(name, []).append(fn)
-    devices = {n for n, fns in functions.items() if len(fns) == 1 and _DEVICE in _head(fns[0], data)
-               and _GLOBAL not in _head(fns[0], data)}
+    functions = unit_functions(root, data)
+    devices = set(device_functions(root, data))
     tparams = _template_params(src.func, data)
     out: list[DeviceCallee] = []
     for call in of_type(src.body, "call_expression"):

@@ -61,6 +61,7 @@ from htam_core.source.analysis.macros import (
 )
 from htam_core.source.analysis.online import online_pairs
 from htam_core.source.analysis.pointer_uses import address_test, const_view_read
+from htam_core.source.analysis.pure_calls import pure_device_calls
 from htam_core.source.analysis.reaching import reaching_value
 from htam_core.source.analysis.select import Selection, select_step
 from htam_core.source.analysis.stencil import find_stencil
@@ -963,6 +964,7 @@ def cuda_facts(src: CudaSource, kernel: Kernel, spell: bool = False, fold: froze
                        find_transposes(src, aff.expr, accesses, loops, [p.name for p in kernel.params
                                                                         if not p.is_pointer]),
                        grid_stride_loops=gs_loops, launch_free_dims=gs_dims, index_calls=index_calls,
+                       pure_calls=pure_device_calls(src.root, src.src, device_calls),
                        type_instantiations=tuple((n, tuple(sorted(f.texts)))
                                                  for n, f in _type_instantiations(src, kernel).items()),
                        thread_x_spans=thread_x_spans(src, aff, launches),

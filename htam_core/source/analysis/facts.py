@@ -1252,6 +1252,10 @@ class KernelFacts:
             parameter (its code is not in sight), or a function of the unit whose definition names a builtin or a
             cooperative-groups query (CUDA only); a value they return is not uniform
             (:mod:`~htam_core.source.analysis.uniformity`).
+        pure_calls: those of :attr:`device_calls` that are pure functions of the unit: no effect visible outside
+            them, no thread or block index read, only pure calls
+            (:func:`~htam_core.source.analysis.pure_calls.pure_device_calls`; CUDA only): a call of one is a value,
+            like ``fabsf(v)``, that can be evaluated for another element (``above(x[i], thr)`` in a count's guard).
         stencils2d: the kernel's 2-D window read (:class:`Stencil2D`; CUDA only, at most one).
         stencil2d_refusal: when the kernel reads a pointer at neighbouring offsets along a 2-D thread index but
             not as a :class:`Stencil2D`, one line saying what is not read (``""`` otherwise).
@@ -1296,6 +1300,7 @@ class KernelFacts:
     stencils: tuple[Stencil, ...] = ()
     stencil_refusal: str = ""
     index_calls: tuple[str, ...] = ()
+    pure_calls: tuple[str, ...] = ()
     stencils2d: tuple[Stencil2D, ...] = ()
     stencil2d_refusal: str = ""
     stencils3d: tuple[Stencil3D, ...] = ()

@@ -292,6 +292,13 @@ def _effect_free_call(n: Node) -> bool:
     return one or _pure_builtin(fn, args)
 
 
+def effect_free_call(call: Node) -> bool:
+    """The call expression ``call`` itself only reads (its arguments aside): a C++ cast, a functional cast of a
+    builtin type, a load intrinsic, or a call of :data:`PURE_BUILTIN_CALLS` (as :func:`effect_free` accepts one).
+    Raises nothing."""
+    return call.type == "call_expression" and _effect_free_call(call)
+
+
 def effect_free(node: Node) -> bool:
     """True when the C/CUDA expression ``node`` (any node of a parsed unit: an initializer, a loop bound, a launch
     argument) can be evaluated twice with the same result and no effect: names, literals, fields, subscripts,

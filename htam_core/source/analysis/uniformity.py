@@ -43,7 +43,7 @@ from htam_core.source.analysis.builtins import is_atomic_builtin
 from htam_core.source.analysis.forms import KernelView
 from htam_core.source.analysis.nodes import Node
 
-__all__ = ["Scope", "Uniformity", "kernel_uniformity", "thread_uniform", "uniform_name"]
+__all__ = ["Scope", "Uniformity", "kernel_uniformity", "thread_position", "thread_uniform", "uniform_name"]
 
 #: Over which threads a value must be the same: the threads of one block, or every thread of the grid.
 Scope = Literal["block", "grid"]
@@ -60,6 +60,12 @@ _THREAD_CALLS = re.compile(r"__shfl\w*|__ballot\w*|__any\w*|__all\w*|__match\w*|
 _BLOCK_CALLS = re.compile(r"group_index|block_index|block_rank|__syncthreads_\w+|cluster\w*rank")
 #: Calls whose value changes with the grid: the grid group (its ``size()``, ``num_blocks()``).
 _GRID_CALLS = re.compile(r"this_grid|this_multi_grid")
+
+#: Calls whose value is the calling thread's position in its block, warp or tile (cooperative groups' ranks, a lane
+#: id helper); their object and arguments must be uniform.
+_POSITION_CALLS = re.compile(r"thread_rank|thread_index|meta_group_rank|lane_id|laneid")
+#: Operators of an index computation (``threadIdx.x % 32``, ``threadIdx.y * blockDim.x + threadIdx.x``).
+_ARITHMETIC = frozenset({"+", "-", "*", "/", "%", "&", "|", "^", "<<", ">>"})
 
 _OBJECTS: dict[str, frozenset[str]] = {"block": frozenset({"threadIdx"}), "grid": frozenset({"threadIdx", "blockIdx"})}
 #: How many locals deep a name is followed before it counts as not uniform.
@@ -133,6 +139,66 @@ def uniform_name(u: Uniformity, name: str, *, scope: Scope = "grid", any_grid: b
     """The name ``name`` (a local, a parameter, a constant or a macro of the kernel) holds the same value in every
     thread of ``scope`` wherever the body reads it (arguments and errors as :func:`thread_uniform`)."""
     return _name(_ask(u, scope, any_grid), name, frozenset())
+
+
+def thread_position(u: Uniformity, node: Node) -> bool:
+    """``node`` differs between the threads of a block only through the thread's position in it: it is computed,
+    by arithmetic alone, from ``threadIdx`` (any axis), a cooperative-groups rank (``block.thread_rank()``,
+    ``tile.thread_rank()``, ``block.thread_index().x``) and values the same in every block (``blockDim.x``, a
+    parameter: not ``blockIdx``, so the global index ``i`` is not a position in the block), directly or through
+    locals whose every definition is such (``lane = threadIdx.x % 32``, ``tid = threadIdx.y * blockDim.x +
+    threadIdx.x``). ``if (position == 0)`` then selects threads by where they sit in the block, not by the data they
+    read; a load (``keys[i]``), a comparison, a call of any other function or a varying macro is not a position.
+    ``False`` for a value uniform over the block. Raises nothing.
+
+    Args:
+        u: the kernel (:func:`kernel_uniformity`).
+        node: an expression of the kernel's parse.
+
+    Idea source: the thread-selection guards of the CUDA samples' ``reduction`` (``if (tid == 0)``, ``if (lane ==
+    0)``), told apart from a per-element predicate by the value dependence of divergence analysis (module docstring).
+    """
+    return not _expr(_ask(u, "block", False), node, frozenset()) and _position(_ask(u, "grid", False), node,
+                                                                                 frozenset())
+
+
+def _position(a: _Ask, node: Node, seen: frozenset[str]) -> bool:
+    """``node`` is uniform over the grid or a position (:func:`thread_position`; ``seen``: locals being decided)."""
+    node = syn.strip_casts(node)
+    if _expr(a, node, frozenset()):  # uniform in its own right (the locals being decided are not)
+        return True
+    if syn.is_identifier(node):
+        return _position_name(a, a.u.text(node), seen)
+    if syn.is_field(node):
+        obj = node.child_by_field_name("argument")
+        return obj is not None and (a.u.text(obj).strip() == "threadIdx" or (syn.is_call(obj)
+                                                                              and _position(a, obj, seen)))
+    if syn.is_call(node):
+        return bool(_POSITION_CALLS.fullmatch(_callee(a, node))) and all(_expr(a, c, frozenset())
+                                                                          for c in _call_operands(node))
+    if syn.is_binary(node) and a.u.text(node.child_by_field_name("operator")) in _ARITHMETIC:
+        return all(_position(a, node.child_by_field_name(f), seen) for f in ("left", "right"))  # type: ignore[arg-type]
+    if syn.is_unary(node) and a.u.text(node.child_by_field_name("operator")) in ("-", "+", "~"):
+        return _position(a, node.child_by_field_name("argument"), seen)  # type: ignore[arg-type]
+    return False
+
+
+def _position_name(a: _Ask, name: str, seen: frozenset[str]) -> bool:
+    """The local ``name`` holds a position: each definition is one, under uniform control."""
+    if name in a.objects or name in seen or _macro_varies(a, name) or name in a.u.hidden:
+        return name in seen
+    defs = _definitions(a.u, name)
+    if not defs or len(seen) >= _DEPTH:
+        return False
+    inner = seen | {name}
+    return all(_control(a, at, frozenset()) and all(_position(a, v, inner) for v in values[-1:]) and
+               not _compound(a, at) for at, values in defs)
+
+
+def _compound(a: _Ask, at: Node) -> bool:
+    """``at`` (a definition) is a compound write (``x += v``, ``x++``): it adds to the earlier value."""
+    op = at.child_by_field_name("operator")
+    return syn.is_update(at) or (syn.is_assignment(at) and op is not None and a.u.text(op) != "=")
 
 
 def _expr(a: _Ask, node: Node, seen: frozenset[str]) -> bool:

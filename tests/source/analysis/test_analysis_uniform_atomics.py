@@ -65,3 +65,41 @@ def test_an_address_local_that_changes_is_not_stable():
     assert u.address_locals == ("r",) and not u.stable
     (v,) = _facts("const int r = k2 * 2; if (i < n) atomicAdd(&out[r], x[i]);")
     assert v.address_locals == ("r",) and v.stable
+
+
+def _both(body: str):
+    model = parse_text(_BASE.replace("BODY", body), "cuda")
+    f = analyze(model, model.kernel("k"))
+    return [u.address_text for u in f.uniform_atomics], [u.address_text for u in f.result_atomics]
+
+
+@pytest.mark.parametrize("body", [
+    "if (i < n && x[i] == 1.0f) atomicAdd(cnt, 1);",  # a per-element equality selects elements, not threads
+    "if (i < n) { if (x[i] == (float)k2) atomicAdd(cnt, 1); }",
+    "bool skip = i >= n || x[i] < 0.0f; if (!skip) atomicAdd(cnt, 1);",  # `!` of a data flag
+    "if (i < n && !cnt[i]) atomicAdd(out, x[i]);",
+    "if (i < n && i % 2 == 0) atomicAdd(out, x[i]);",  # the global index, not a position tested against uniform
+    "if (i < n && (int)x[i] == threadIdx.x) atomicAdd(out, x[i]);",  # data on one side
+])
+def test_a_data_dependent_guard_keeps_a_uniform_accumulation(body):
+    """Regression (probe2 c06b): ``if (i < n && keys[i] == key) atomicAdd(count, 1u);`` was read as a block's
+    result sent by one thread (``if (tid == 0)``), so the count was a result atomic, not a uniform one."""
+    assert _both(body) == (["cnt" if "cnt, 1" in body else "out"], [])
+
+
+@pytest.mark.parametrize("body", [
+    "if (threadIdx.x == 0) atomicAdd(out, x[blockIdx.x]);",
+    "int tid = threadIdx.x; if (tid == 0) atomicAdd(out, x[blockIdx.x]);",
+    "if (0 == threadIdx.x && n > 0) atomicAdd(out, x[blockIdx.x]);",
+    "const int lane = threadIdx.x % 32; if (lane == 0) atomicAdd(out, x[i]);",
+    "if ((threadIdx.x & 31) == 0) atomicAdd(out, x[i]);",
+    "if (!threadIdx.x) atomicAdd(out, x[blockIdx.x]);",
+    "unsigned t = threadIdx.y * blockDim.x + threadIdx.x; if (!t) atomicAdd(out, x[blockIdx.x]);",
+    "if (threadIdx.x == blockDim.x - 1) atomicAdd(out, x[i]);",
+    "auto block = cooperative_groups::this_thread_block(); if (block.thread_rank() == 0) atomicAdd(out, x[i]);",
+    "if (cooperative_groups::this_thread_block().thread_rank() == 0) atomicAdd(out, x[i]);",
+])
+def test_a_thread_position_guard_is_a_block_result(body):
+    """The other direction: a guard that picks threads by their position in the block or warp keeps the atomic a
+    block's result (``result_atomics``), not a uniform accumulation to privatize."""
+    assert _both(body) == ([], ["out"])

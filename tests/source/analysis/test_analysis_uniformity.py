@@ -145,3 +145,33 @@ GRID_STRIDE = """    DECL
 def test_a_grid_stride_start_offset_must_be_uniform(decl: str, loops: int) -> None:
     view = _view(GRID_STRIDE.replace("DECL", decl))
     assert len(view.facts.grid_stride_loops) == loops
+
+
+def _position(body: str) -> bool:
+    """:func:`thread_position` of the initializer of ``m`` in a kernel with ``body``."""
+    from htam_core.source.analysis.nodes import declarations
+    from htam_core.source.analysis.uniformity import thread_position
+
+    view = _view(body)
+    (decl,) = [d for d in declarations(view.body) if "m =" in view.t(d)]
+    value = decl.children_by_field_name("declarator")[0].child_by_field_name("value")
+    return thread_position(kernel_uniformity(view), value)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("body", "position"), [
+    ("    int m = threadIdx.x;", True),
+    ("    int m = threadIdx.x % 32;", True),
+    ("    int t = threadIdx.y * blockDim.x + threadIdx.x;\n    int m = t & 31;", True),
+    ("    auto block = cg::this_thread_block();\n    int m = block.thread_rank();", True),
+    ("    int m = (int)cg::this_thread_block().thread_index().x;", True),
+    ("    int m = n - 1;", False),                                          # uniform: no thread picked
+    ("    int m = blockIdx.x * blockDim.x + threadIdx.x;", False),           # the global index, not a position
+    ("    int m = lens[threadIdx.x];", False),                               # a load: data, not a position
+    ("    int m = threadIdx.x < n;", False),                                 # a comparison
+    ("    int m = lane_of();", False),                                       # a call whose code is not read
+    ("    int t = threadIdx.x;\n    if (lens[t] > 0) t = 0;\n    int m = t;", False),  # written under a data test
+    ("    int t = threadIdx.x;\n    t = t + lens[t];\n    int m = t;", False),  # data folded into it
+    ("    int t = threadIdx.x;\n    if (n > 4) t = t * 2;\n    int m = t;", True),   # under a uniform test
+])
+def test_a_thread_position_is_computed_from_the_thread_index_alone(body, position):
+    assert _position(body) is position
