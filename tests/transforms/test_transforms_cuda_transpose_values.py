@@ -10,11 +10,7 @@ from pathlib import Path
 
 import pytest
 from cpu_emulation import compiler, run_block_main
-from transform_helpers import assert_nvcc_compiles
-
-from htam_core.source import parse_text
-from htam_core.transforms import registry
-from htam_core.transforms.base import NotApplicable
+from transform_helpers import assert_nvcc_compiles, candidate_texts
 
 #: name -> (element type, guarded body, the stored text the tile's store must hold, ``T`` for the tile's entry)
 BODIES = {
@@ -45,10 +41,7 @@ void run(const {etype}* in, {etype}* out, int rows, int cols) {{
 
 
 def _made(name: str) -> list[str]:
-    model = parse_text(_kernel(name), "cuda", "tp.cu")
-    res = registry.propose("cuda.transpose_smem_tile", model, model.kernel("tp"))
-    assert not isinstance(res, NotApplicable), res.reason
-    return [c.new_text for c in res]
+    return candidate_texts("cuda.transpose_smem_tile", _kernel(name), "tp", "tp.cu")
 
 
 @pytest.mark.parametrize("name", list(BODIES))

@@ -76,3 +76,12 @@ def only_candidate(transform_id: str, text: str, kernel: str) -> Candidate:
     assert isinstance(cs, list), cs.reason
     (c,) = cs
     return c
+
+
+def candidate_texts(transform_id: str, text: str, kernel: str, path: str = "k.cu") -> list[str]:
+    """The new texts of every candidate ``transform_id`` proposes for ``kernel`` of the CUDA ``text`` read as the file
+    ``path``, in the transform's order (fails the test, with the transform's reason, when it refuses)."""
+    model = parse_text(text, "cuda", path)
+    res = registry.propose(transform_id, model, model.kernel(kernel))
+    assert not isinstance(res, NotApplicable), res.reason
+    return [c.new_text for c in res]
