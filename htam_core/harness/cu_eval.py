@@ -525,6 +525,34 @@ class Program:
             elem = self.typedefs[elem]
         return elem
 
+    def bind_params(self, fn: ts.Node, call: ts.Node, outer: Scope, inner: Scope) -> None:
+        """Bind the parameters of function or lambda ``fn`` in ``inner`` to ``call``'s arguments, evaluated in
+        ``outer`` (a brace literal of a struct, ``Weights{0.5f, 0.25f}``, as that struct's value); a parameter the
+        call does not pass takes its default, evaluated in ``inner``. A value htam cannot read is kept as an
+        :class:`Unknown` with its reason, so only a use of it fails."""
+        args = call_args(call)
+        for i, (name, decl) in enumerate(zip(param_names(fn), param_declarations(fn), strict=True)):
+            if not name:
+                continue
+            if i < len(args):
+                v, err = self.value_of(args[i], outer)
+                inner.values[name] = v if err is None else Unknown(err)
+                continue
+            default = decl.child_by_field_name("default_value")
+            v, err = self.value_of(default, inner) if default is not None else (None, "has no value")
+            inner.values[name] = v if err is None else Unknown(f"parameter `{name}` {err}")
+
+    def value_of(self, node: ts.Node, scope: Scope) -> tuple[Any, str | None]:
+        """``(value, None)`` of expression ``node`` in ``scope`` (a struct's brace literal as its value), or ``(None,
+        reason)`` when htam cannot read it."""
+        literal = self.struct_literal(node, scope)  # Weights{0.5f, 0.25f} passed in the launch
+        if literal is not None:
+            return literal, None
+        try:
+            return self.ev(node, scope), None
+        except Unknown as e:
+            return None, e.reason
+
     def bind_template(self, fn: ts.Node, call: ts.Node, outer: Scope, inner: Scope) -> None:
         """Bind the template parameters of host function ``fn`` in ``inner`` for ``call`` (evaluated in
         ``outer``): the explicit arguments (``runTest<float>(...)``, ``reduce<T>(...)`` with ``T`` bound in
@@ -1021,8 +1049,7 @@ class Program:
             except Unknown:
                 return
             if isinstance(dst, Ptr):
-                dst.buffer.filled = "memset" if value == 0 else "host"
-                dst.buffer.fill_byte = value & 0xFF if isinstance(value, int) and value != 0 else None
+                _memset(dst, value)
 
     @staticmethod
     def _device_buffer(target: ts.Node, call: ts.Node, scope: Scope) -> tuple[str, str, Buffer]:
@@ -1076,8 +1103,7 @@ class Program:
                 value = self.ev(args[2], scope)
             except Unknown:
                 return
-            dst.buffer.filled = "memset" if value == 0 else "host"
-            dst.buffer.fill_byte = value & 0xFF if isinstance(value, int) and value != 0 else None
+            _memset(dst, value)
 
     def _call_with_references(self, short: str, call: ts.Node, args: list[ts.Node], scope: Scope) -> bool:
         """A call of a host function of the program with non-const reference parameters (``void
@@ -1421,6 +1447,13 @@ _HOST_PREDEFINED = frozenset({"__CUDACC__", "__NVCC__", "__cplusplus", "__CUDACC
                               "__CUDACC_VER_MINOR__", "__CUDACC_VER_BUILD__"})
 
 
+def _memset(dst: Ptr, value: Any) -> None:
+    """What ``cudaMemset`` / ``cudaMemset2D`` of ``value`` leaves in ``dst``'s buffer: zeros, or the one byte
+    repeated (then read as filled by the host program)."""
+    dst.buffer.filled = "memset" if value == 0 else "host"
+    dst.buffer.fill_byte = value & 0xFF if isinstance(value, int) and value != 0 else None
+
+
 class _Returned(Exception):  # noqa: N818 - control flow of the evaluator
     """A helper's ``return`` reached (:meth:`Program._run_helper`), with its value."""
 
@@ -1570,6 +1603,12 @@ def _function_start(node: ts.Node) -> int:
     while cur is not None and cur.type != "function_definition":
         cur = cur.parent
     return cur.start_byte if cur is not None else -1
+
+
+def call_args(call: ts.Node) -> list[ts.Node]:
+    """The argument expressions of call ``call`` (a function call or a launch), comments left out."""
+    a = call.child_by_field_name("arguments")
+    return [c for c in (a.named_children if a is not None else []) if c.type != "comment"]
 
 
 def param_declarations(fn: ts.Node) -> list[ts.Node]:

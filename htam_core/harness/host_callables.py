@@ -40,8 +40,6 @@ from htam_core.harness.cu_eval import (
     StructValue,
     Unknown,
     line_of,
-    param_declarations,
-    param_names,
 )
 from htam_core.source.parsing import node_text
 
@@ -90,23 +88,6 @@ def lambda_call(fn: ts.Node, lam: ts.Node) -> tuple[ts.Node | None, str]:
     return min(calls, key=lambda c: c.start_byte), ""
 
 
-def _bind(prog: Program, fn_or_lambda: ts.Node, call: ts.Node, outer: Scope, inner: Scope) -> None:
-    """Bind the parameters of a function or a lambda (its ``lambda_declarator``) to ``call``'s arguments, evaluated
-    in ``outer`` (a parameter not passed takes its default; a value htam cannot read is kept as its reason)."""
-    args_node = call.child_by_field_name("arguments")
-    args = [a for a in (args_node.named_children if args_node is not None else []) if a.type != "comment"]
-    decls, names = param_declarations(fn_or_lambda), param_names(fn_or_lambda)
-    for i, (decl, name) in enumerate(zip(decls, names, strict=True)):
-        if not name:
-            continue
-        node = args[i] if i < len(args) else decl.child_by_field_name("default_value")
-        try:
-            inner.values[name] = prog.ev(node, outer if i < len(args) else inner) if node is not None else \
-                Unknown(f"parameter `{name}` has no value")
-        except Unknown as e:
-            inner.values[name] = e
-
-
 def enter_lambda(prog: Program, lam: ts.Node, call: ts.Node, outer: Scope, stop: int) -> Scope:
     """The scope at byte ``stop`` (a launch) in the body of lambda ``lam`` called by ``call``: the enclosing
     function's scope at the call (``outer``, run up to it by the caller), the lambda's parameters bound to the
@@ -116,7 +97,7 @@ def enter_lambda(prog: Program, lam: ts.Node, call: ts.Node, outer: Scope, stop:
         Unreached: ``stop`` lies under a condition of the lambda's body that is false here.
     """
     inner = Scope(parent=outer)
-    _bind(prog, lam, call, outer, inner)
+    prog.bind_params(lam, call, outer, inner)
     body = lam.child_by_field_name("body")
     if body is not None:
         prog.run_until(body, inner, stop)
@@ -217,5 +198,5 @@ def member_scope(prog: Program, fn: ts.Node, cls: ts.Node, call: ts.Node, obj: s
         members.values[name] = v if v is not None else Unknown(
             f"member `{name}` of `{obj}` (line {line_of(call)}) has no value htam can read")
     inner = Scope(parent=members)
-    _bind(prog, fn, call, outer, inner)
+    prog.bind_params(fn, call, outer, inner)
     return inner

@@ -45,6 +45,7 @@ from htam_core.harness.cu_eval import (
     Unknown,
     Unreached,
     base_type,
+    call_args,
     function_name,
     line_of,
     param_declarations,
@@ -138,32 +139,17 @@ def _calls_of(body: ts.Node, name: str) -> list[ts.Node]:
     return sorted(out, key=lambda n: n.start_byte)
 
 
-def _args(call: ts.Node) -> list[ts.Node]:
-    a = call.child_by_field_name("arguments")
-    return [c for c in (a.named_children if a is not None else []) if c.type != "comment"]
-
-
 def _launch_parts(prog: Program, launch: ts.Node) -> tuple[list[ts.Node], list[ts.Node] | None]:
     """The configuration expressions (grid, block, smem, stream) and the kernel's argument nodes of ``launch``, a
     ``<<<...>>>`` call or a runtime-API launch (whose slots and ``void* args[]`` array the analysis layer reads:
     :func:`~htam_core.source.analysis.api_launch.api_launch`); the arguments are ``None`` when they cannot be read."""
     cfg = launch_config(launch)
     if cfg is not None:
-        return list(cfg), _args(launch)
+        return list(cfg), call_args(launch)
     api = api_launch(launch, prog.src)
     if api is None:
         return [], None
     return list(api.config), list(api.kernel_args or ()) if api.args_known else None
-
-
-def _value(prog: Program, node: ts.Node, scope: Scope) -> tuple[Any, str | None]:
-    literal = prog.struct_literal(node, scope)  # Weights{0.5f, 0.25f} passed in the launch
-    if literal is not None:
-        return literal, None
-    try:
-        return prog.ev(node, scope), None
-    except Unknown as e:
-        return None, e.reason
 
 
 def _dim(v: Any, *, device: bool = False) -> Dim3:
@@ -259,7 +245,7 @@ def _at_launch(prog: Program, launch: ts.Node, kernel: Kernel, scope: Scope, pat
     if len(args) != len(params):
         raise HarnessError(f"{where}: {kernel.name} takes {len(params)} arguments but the launch passes {len(args)}")
     for (name, ty, ptr), a in zip(params, args, strict=True):
-        v, err = _value(prog, a, scope)
+        v, err = prog.value_of(a, scope)
         found.args.append(_Arg(name, ty, ptr, v, None if err is None else f"argument `{node_text(a)}`: {err}"))
     return found
 
@@ -307,16 +293,7 @@ def _bind_call(prog: Program, fn: ts.Node, call: ts.Node, outer: Scope) -> Scope
     (evaluated in ``outer``) and its template parameters to the call's (``runTest<float>``)."""
     inner = Scope(parent=prog.globals)
     prog.bind_template(fn, call, outer, inner)
-    decls = param_declarations(fn)
-    args = _args(call)
-    for name, decl, i in zip(param_names(fn), decls, range(len(decls)), strict=True):
-        if i < len(args):
-            v, err = _value(prog, args[i], outer)
-            inner.values[name] = v if err is None else Unknown(err)
-        else:
-            default = decl.child_by_field_name("default_value")
-            v, err = _value(prog, default, inner) if default is not None else (None, "has no value")
-            inner.values[name] = v if err is None else Unknown(f"parameter `{name}` {err}")
+    prog.bind_params(fn, call, outer, inner)
     return inner
 
 
@@ -384,7 +361,7 @@ def _pin_selector(prog: Program, e: Unreached, fns: list[ts.Node], calls: list[t
             break
         if fi == 0:
             return None  # a parameter of main()
-        arg = _args(calls[fi - 1])
+        arg = call_args(calls[fi - 1])
         i = params.index(name)
         if i >= len(arg) or arg[i].type != "identifier":
             return None
@@ -516,7 +493,7 @@ def _instantiated(prog: Program, name: str, scope: Scope) -> str:
 def _as_launcher(prog: Program, fn: ts.Node, call: ts.Node, outer: Scope, kernel: Kernel, launch: ts.Node,
                  names: list[str], outputs: set[str]) -> _Found:
     decls = param_declarations(fn)
-    args = _args(call)
+    args = call_args(call)
     launch_args = [node_text(a) for a in _launch_parts(prog, launch)[1] or []]
     written = {launch_args[i] for i, p in enumerate(kernel.params) if p.name in outputs and i < len(launch_args)}
     found = _Found(args=[], written=written, line=line_of(launch),
@@ -530,7 +507,7 @@ def _as_launcher(prog: Program, fn: ts.Node, call: ts.Node, outer: Scope, kernel
         if i >= len(args):
             break  # a defaulted parameter: the launcher's default is used
         ptr = "*" in node_text(decl)
-        v, err = _value(prog, args[i], outer)
+        v, err = prog.value_of(args[i], outer)
         found.args.append(_Arg(name, node_text(decl).rsplit(name, 1)[0] if ptr else ty, ptr, v,
                                None if err is None else f"argument `{node_text(args[i])}`: {err}"))
     found.notes.append(f"host launcher `{found.launcher}` (line {line_of(fn)}), called from main() at line "
