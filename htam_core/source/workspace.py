@@ -432,7 +432,7 @@ def _string_fragments(path: str, data: bytes, name: str) -> list[Fragment]:
         return []
     for tok in tokens:
         if tok.type != tokenize.STRING or "<<<" not in tok.string or name not in tok.string \
-                or _defines_cuda(tok.string.encode("utf-8"), name):
+                or defines_kernel(tok.string.encode("utf-8"), name):
             continue
         m = re.match(r"(?i)[rbuf]*('''|\"\"\"|'|\")", tok.string)
         if m is None:
@@ -448,13 +448,6 @@ def _string_fragments(path: str, data: bytes, name: str) -> list[Fragment]:
 def _mentions(data: bytes, name: str) -> bool:
     """Whether ``data`` holds the identifier ``name``."""
     return re.search(rb"\b" + re.escape(name.encode()) + rb"\b", data) is not None
-
-
-def _defines_cuda(data: bytes, name: str) -> bool:
-    """Whether ``data`` defines a CUDA kernel called ``name`` itself (another kernel of that name, whose launches
-    are its own): a ``__global__`` definition with a body
-    (:func:`~htam_core.source.kernel_binding.defines_kernel`)."""
-    return defines_kernel(data, name)
 
 
 def _cuda_binds_elsewhere(path: str, data: bytes, model: SourceModel, kernel: Kernel, root: Path,
@@ -710,7 +703,7 @@ def declaring_files(model: SourceModel, kernel: Kernel, root: str | os.PathLike[
         if p.suffix == ".py" or p.resolve() == own:
             continue
         data = _read_bytes(str(p))
-        if data is None or b"<<<" in data or not proto.search(data) or _defines_cuda(data, kernel.name) \
+        if data is None or b"<<<" in data or not proto.search(data) or defines_kernel(data, kernel.name) \
                 or _header_launch_macros(str(p), data, model):  # a launcher: the joint unit holds it
             continue
         text = _decode(data)
@@ -874,10 +867,10 @@ def _py_dims(node: ast.expr, consts: dict[str, int]) -> tuple[int, ...] | None:
 
 #: how kernels of each language are launched from elsewhere (the kernel's ``language`` is the key)
 _SEARCHES: dict[str, _Search] = {
-    "cuda": _Search(CUDA_LAUNCHER_SUFFIXES, _macro_fragments, _cuda_file_fragments, _defines_cuda,
+    "cuda": _Search(CUDA_LAUNCHER_SUFFIXES, _macro_fragments, _cuda_file_fragments, defines_kernel,
                     _cupy_launches, _CUPY_MAKERS, binds_elsewhere=_cuda_binds_elsewhere),
     "triton": _Search(TRITON_LAUNCHER_SUFFIXES, _no_fragments, _triton_file_fragments, _defines_python,
                       _no_launches),
-    "cuda-in-python": _Search((".py",), _python_file_fragments, _importer_fragments, _defines_cuda, _cupy_launches,
+    "cuda-in-python": _Search((".py",), _python_file_fragments, _importer_fragments, defines_kernel, _cupy_launches,
                               _CUPY_MAKERS, insert_at=_string_end, own_file=True),
 }
