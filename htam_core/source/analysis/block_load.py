@@ -43,7 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from htam_core.source.analysis import nodes as syn
-from htam_core.source.analysis.builtins import PURE_MATH
+from htam_core.source.analysis.builtins import PURE_MATH, plain_name
 from htam_core.source.analysis.constants import is_zero_value
 from htam_core.source.analysis.facts import Access
 from htam_core.source.analysis.forms import KernelView
@@ -266,7 +266,7 @@ def pure_expression(view: KernelView, node: Node) -> bool:
         fn = view.t(n.child_by_field_name("function")) if syn.is_call(n) else None
         args = n.child_by_field_name("arguments") if fn is not None else None
         cast = fn in types and args is not None and len(args.named_children) == 1
-        helper = fn is not None and fn.split("<", 1)[0].rsplit("::", 1)[-1].strip() in pure
+        helper = fn is not None and plain_name(fn) in pure
         if fn is not None and fn not in PURE_MATH and not cast and not helper and not effect_free(n):
             return False
     return True

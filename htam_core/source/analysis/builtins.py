@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ATOMIC_BUILTIN", "LOAD_BUILTIN", "PURE_MATH", "is_atomic_builtin", "is_load_builtin"]
+__all__ = ["ATOMIC_BUILTIN", "LOAD_BUILTIN", "PURE_MATH", "is_atomic_builtin", "is_load_builtin", "plain_name"]
 
 
-def _short(fn: str) -> str:
-    """``::atomicAdd<float>`` -> ``atomicAdd``: the called name without namespace or template arguments."""
+def plain_name(fn: str) -> str:
+    """``::atomicAdd<float>`` -> ``atomicAdd``, ``detail::above<float>`` -> ``above``: a called name as written, without
+    namespace or template arguments."""
     return fn.split("<", 1)[0].rsplit("::", 1)[-1].strip()
 
 
@@ -37,9 +38,9 @@ PURE_MATH = frozenset({"fabsf", "fabs", "abs", "sqrtf", "sqrt", "expf", "exp", "
 def is_atomic_builtin(fn: str) -> bool:
     """``fn`` (a called function's text, ``atomicAdd`` or ``::atomicAdd``) is one of CUDA's atomic functions
     (:data:`ATOMIC_BUILTIN`)."""
-    return ATOMIC_BUILTIN.fullmatch(_short(fn)) is not None
+    return ATOMIC_BUILTIN.fullmatch(plain_name(fn)) is not None
 
 
 def is_load_builtin(fn: str) -> bool:
     """``fn`` is one of CUDA's load intrinsics (:data:`LOAD_BUILTIN`)."""
-    return LOAD_BUILTIN.fullmatch(_short(fn)) is not None
+    return LOAD_BUILTIN.fullmatch(plain_name(fn)) is not None

@@ -31,7 +31,7 @@ import re
 
 from tree_sitter import Node
 
-from htam_core.source.analysis.builtins import PURE_MATH
+from htam_core.source.analysis.builtins import PURE_MATH, plain_name
 from htam_core.source.analysis.device_defs import device_functions
 from htam_core.source.analysis.syntax import effect_free_call, of_type, text, unwrap_parens, walk
 
@@ -81,7 +81,7 @@ def _pure(name: str, devices: dict[str, Node], data: bytes, known: dict[str, boo
 def _callee(call: Node, data: bytes) -> str:
     """The called name without namespace or template arguments (``detail::above<float>`` -> ``above``)."""
     fn = call.child_by_field_name("function")
-    return text(fn, data).split("<", 1)[0].rsplit("::", 1)[-1].strip() if fn is not None else ""
+    return plain_name(text(fn, data)) if fn is not None else ""
 
 
 def _pure_call(call: Node, devices: dict[str, Node], data: bytes, known: dict[str, bool],
