@@ -1,6 +1,5 @@
 """Launcher module of softmax_kernels.softmax_loop_kernel (kernel imported from another module)."""
 import torch
-
 from softmax_kernels import softmax_loop_kernel
 
 
