@@ -192,7 +192,8 @@ def address_target(src: CudaSource, addr: Node, pointer: str) -> tuple[Node, Nod
 
 
 def atomic_updates(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...],
-                   pointers: tuple[PointerFacts, ...]) -> tuple[AtomicUpdate, ...]:
+                   pointers: tuple[PointerFacts, ...], declared: dict[str, tuple[int, str]] | None = None
+                   ) -> tuple[AtomicUpdate, ...]:
     """The atomic updates (``atomic*`` calls) of the kernel's body whose address is an access the analysis read
     (``&p[i]``, ``p + i``), in source order.
 
@@ -200,7 +201,9 @@ def atomic_updates(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
         src: the kernel's parsed unit (with the template bindings of its first launch in ``src.env``).
         kernel: the kernel (its parameters).
         accesses: the kernel's accesses (:attr:`KernelFacts.accesses`); the update's pointer and index are theirs.
-        pointers: the kernel's pointer facts (element types).
+        pointers: the kernel's pointer facts (element types), those of its ``__device__`` variables included.
+        declared: ``__device__`` array name -> ``(element count, count as written)`` from its declaration: the
+            extent of an update of it whose index the kernel does not bound (``extent_from == "declaration"``).
     """
     env = src.env
     by_span = {a.span: a for a in accesses}
@@ -218,8 +221,10 @@ def atomic_updates(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
         target = address_target(src, kids[0], acc.pointer)
         base_span, idx = (src.span(target[0]), target[1]) if target is not None else (None, None)
         extent, param, text = _extent(src, kernel, call, idx, ptrs) if idx is not None else (None, None, None)
-        origin: Literal["index", "launch"] = "index"
-        if idx is not None and extent is None and param is None and acc.space == "global":
+        origin: Literal["index", "launch", "declaration"] = "index"
+        if idx is not None and extent is None and param is None and acc.pointer in (declared or {}):
+            (extent, text), origin = (declared or {})[acc.pointer], "declaration"
+        elif idx is not None and extent is None and param is None and acc.space == "global":
             at_launch = launch_buffer_extent(src, kernel, acc.pointer, _element_type(ptrs.get(acc.pointer))[0])
             if at_launch is not None:
                 (extent, text), origin = at_launch, "launch"
