@@ -1008,7 +1008,8 @@ def cuda_facts(src: CudaSource, kernel: Kernel, spell: bool = False, fold: froze
                        thread_x_spans=thread_x_spans(src, aff, launches),
                        block_dim_x_spans=block_dim_x_spans(src, aff, launches),
                        device_globals=globals_,
-                       **_atomic_fields(src, atoms, pointers_and_globals, uni, loops),
+                       **_atomic_fields(src, atoms, pointers_and_globals, uni, loops,
+                                        frozenset(g.name.split("::")[-1] for g in globals_)),
                        **_stencil_fields(src, aff.expr, loops, pointers, alias_facts,
                                          _Known(tuple(p.name for p in kernel.params if not p.is_pointer), aff.kept)))
 
@@ -1049,11 +1050,11 @@ class _Known:
 
 
 def _atomic_fields(src: CudaSource, atoms: tuple[AtomicUpdate, ...], pointers: tuple[PointerFacts, ...],
-                   uni: Uniformity, loops: tuple[LoopFact, ...]) -> dict[str, Any]:
+                   uni: Uniformity, loops: tuple[LoopFact, ...], fixed: frozenset[str] = frozenset()) -> dict[str, Any]:
     """``uniform_atomics``, ``result_atomics`` and ``long_sums`` of :class:`KernelFacts` (:func:`uniform_atomics`,
     :func:`result_atomics`, :func:`~htam_core.source.analysis.long_sums.long_sums`)."""
-    uniform = uniform_atomics(src, atoms, pointers, uni)
-    return {"uniform_atomics": uniform, "result_atomics": result_atomics(src, atoms, pointers, uni),
+    uniform = uniform_atomics(src, atoms, pointers, uni, fixed)
+    return {"uniform_atomics": uniform, "result_atomics": result_atomics(src, atoms, pointers, uni, fixed),
             "long_sums": long_sums(src, loops, pointers, uniform)}
 
 

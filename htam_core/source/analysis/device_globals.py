@@ -177,3 +177,28 @@ def kernel_globals(src: CudaSource, kernel: Kernel) -> dict[str, DeviceGlobal]:
         out[name] = DeviceGlobal(name, g.qualified, g.element_type, g.scalar, g.count, g.count_text, g.static,
                                  g.initializer, g.line, g.header)
     return out
+
+
+def declarations_before(data: bytes, path: str | None) -> str:
+    """The ``__device__`` variables declared in ``data`` (a CUDA file's bytes before a kernel) and in the local
+    headers it includes, as declarations to read a kernel's text after: ``__device__ T name[count];`` inside its
+    namespaces, ``static`` kept, the extent as its value when known (the macros behind it may not come along).
+
+    Args:
+        data: the file's bytes before the kernel.
+        path: the file's path (its local headers are read next to it); ``None`` for in-memory text.
+    """
+    from htam_core.source.analysis.includes import local_headers
+    from htam_core.source.analysis.syntax import parse_cuda
+
+    tree = parse_cuda(data)
+    found = unit_globals(tree.root_node, data, ConstEnv(data, tree.root_node, path=path))
+    for h in local_headers(data, path):
+        found += unit_globals(h.root, h.src, ConstEnv(h.src, h.root), str(h.path))
+    out = []
+    for g in found:
+        spaces = g.qualified.split("::")[:-1]
+        dims = "" if g.scalar else f"[{g.count if g.count else g.count_text}]"
+        decl = f"{'static ' if g.static and not spaces else ''}__device__ {g.element_type} {g.name}{dims};"
+        out.append("".join(f"namespace {s} {{ " for s in spaces) + decl + " }" * len(spaces))
+    return "".join(f"{d}\n" for d in out)
