@@ -984,7 +984,7 @@ def cuda_facts(src: CudaSource, kernel: Kernel, spell: bool = False, fold: froze
                                           uniform=(uni := Uniformity(env.t, src.body, macro_reads,
                                                                      frozenset(index_calls))))
     globals_ = _global_facts(src, globs, accesses)
-    pointers_and_globals = pointers + tuple(_global_pointer(env, g, accesses) for g in globals_)
+    pointers_and_globals = pointers + tuple(_global_pointer(g, accesses) for g in globals_)
     atoms = atomic_updates(src, kernel, accesses, pointers_and_globals,
                            {g.name: (g.count, g.count_text) for g in globals_ if not g.scalar and g.count})
     threads = launches[0].block[0].value if launches and launches[0].block else None
@@ -1023,17 +1023,16 @@ def _global_facts(src: CudaSource, globs: dict[str, DeviceGlobal], accesses: tup
         kinds = {a.kind for a in accesses if a.pointer == name}
         written, read = bool(kinds - {"read"}), bool(kinds - {"write"})
         mode = "readwrite" if written and read else "write" if written else "read" if read else "unused"
-        out.append(replace(g, mode=mode))
+        out.append(replace(g, mode=mode, value_type=resolve_type(src.env, g.element_type) if g.element_type else None))
     return tuple(sorted(out, key=lambda g: (g.header, g.line, g.name)))
 
 
-def _global_pointer(env: ConstEnv, g: DeviceGlobal, accesses: tuple[Access, ...]) -> PointerFacts:
+def _global_pointer(g: DeviceGlobal, accesses: tuple[Access, ...]) -> PointerFacts:
     """The :class:`PointerFacts` of a ``__device__`` variable, read by the atomics' analysis as a pointer
     parameter's (its element type; the accesses under its name)."""
     reads = tuple(a for a in accesses if a.pointer == g.name and a.kind in ("read", "readwrite"))
     writes = tuple(a for a in accesses if a.pointer == g.name and a.kind in ("write", "readwrite"))
-    return PointerFacts(g.name, g.mode, reads, writes, g.element_type,  # type: ignore[arg-type]
-                        resolve_type(env, g.element_type) if g.element_type else None)
+    return PointerFacts(g.name, g.mode, reads, writes, g.element_type, g.value_type)  # type: ignore[arg-type]
 
 
 class _Known:

@@ -824,6 +824,8 @@ class DeviceGlobal:
         line: the 1-based line of the declaration in its file.
         header: the path of the local header that declares it, ``""`` for the kernel's own file.
         mode: how the kernel uses it: ``"read"``, ``"write"``, ``"readwrite"`` (an atomic, ``+=``), ``"unused"``.
+        value_type: :attr:`element_type` with ``typedef``/``using`` aliases resolved (as :attr:`PointerFacts.
+            value_type`), ``None`` when not resolved.
 
     Idea source: CUDA C++ Programming Guide, "Variable Memory Space Specifiers" (``__device__``) and the runtime's
     ``cudaMemcpyToSymbol`` / ``cudaMemcpyFromSymbol``.
@@ -840,6 +842,7 @@ class DeviceGlobal:
     line: int = 0
     header: str = ""
     mode: Literal["read", "write", "readwrite", "unused"] = "unused"
+    value_type: str | None = None
 
     @property
     def written(self) -> bool:
@@ -1548,8 +1551,16 @@ class KernelFacts:
         return next((a for a in self.pointer_aliases if a.name == name), None)
 
     def pointer(self, name: str) -> PointerFacts | None:
-        """The facts of pointer parameter ``name``."""
-        return next((p for p in self.pointers if p.name == name), None)
+        """The facts of pointer parameter ``name``; for a ``__device__`` variable the body names
+        (:attr:`device_globals`), its facts as a pointer parameter's (element type, mode, accesses), so that a step on
+        ``atomicAdd(&hist[b], 1)`` reads ``hist``'s element type whichever it is."""
+        found = next((p for p in self.pointers if p.name == name), None)
+        g = next((g for g in self.device_globals if g.name == name), None) if found is None else None
+        if g is None:
+            return found
+        mine = tuple(a for a in self.accesses if a.pointer == name)
+        return PointerFacts(name, g.mode, tuple(a for a in mine if a.kind != "write"),
+                            tuple(a for a in mine if a.kind != "read"), g.element_type, g.value_type)
 
     def fixed_block_extents(self, dim: str, extent: int) -> tuple[tuple[str, int, Span], ...]:
         """Indices that hard-code the block's extent along ``dim`` instead of reading ``blockDim.<dim>``: a thread
