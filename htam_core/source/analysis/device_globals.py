@@ -23,11 +23,12 @@ from tree_sitter import Node
 
 from htam_core.source.analysis.constants import ConstEnv
 from htam_core.source.analysis.facts import DeviceGlobal
-from htam_core.source.analysis.syntax import of_type
+from htam_core.source.analysis.includes import local_headers
+from htam_core.source.analysis.syntax import of_type, parse_cuda
 from htam_core.source.analysis.unit import CudaSource
 from htam_core.source.model import Kernel
 
-__all__ = ["BaseNames", "kernel_globals", "unit_globals"]
+__all__ = ["BaseNames", "declarations_before", "kernel_globals", "unit_globals"]
 
 _WORD = re.compile(rb"[A-Za-z_]\w*")
 #: Words of a declaration's head that are no part of the element type.
@@ -188,9 +189,6 @@ def declarations_before(data: bytes, path: str | None) -> str:
         data: the file's bytes before the kernel.
         path: the file's path (its local headers are read next to it); ``None`` for in-memory text.
     """
-    from htam_core.source.analysis.includes import local_headers
-    from htam_core.source.analysis.syntax import parse_cuda
-
     tree = parse_cuda(data)
     found = unit_globals(tree.root_node, data, ConstEnv(data, tree.root_node, path=path))
     for h in local_headers(data, path):
