@@ -686,11 +686,7 @@ def _spec_bind(h: Harness, device: str, target: str, mod: ModuleType | None, lau
     """
     import torch
 
-    if h.symbols and (launch_h.launcher or (mod is None and h.grid is not None and struct_args(h)) or
-                      target.endswith(".py") or h.launcher):
-        raise HarnessError(f"{h.source}: the __device__ variable(s) {', '.join(h.symbols.values())} are read back "
-                           "only around a direct launch of a .cu kernel (grid, block, args), not through a launcher "
-                           "or a struct shim")
+    _check_symbols(h, launch_h, mod, target)
     if mod is None and h.grid is not None and struct_args(h):
         return "cu-host-launcher", _struct_bind(h, device, target, launch_h, env)
     if launch_h.launcher and mod is None:
@@ -748,13 +744,36 @@ def _spec_bind(h: Harness, device: str, target: str, mod: ModuleType | None, lau
         def launch() -> None:
             # torch's current stream at call time (a graph capture's side stream while capturing)
             with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream) as stream:
-                for n, mem in globs.items():  # as cudaMemcpyToSymbol: the start value into the variable
-                    mem.copy_from_device_async(cupy.asarray(held[n]).data, held[n].nbytes, stream)
-                func(grid, block, args, shared_mem=launch_h.shared_bytes)
-                for n, mem in globs.items():  # as cudaMemcpyFromSymbol: the variable into its tensor
-                    cupy.asarray(held[n]).data.copy_from_device_async(mem, held[n].nbytes, stream)
+                _symbols_around(globs, held, stream, lambda: func(grid, block, args,
+                                                                  shared_mem=launch_h.shared_bytes))
         return launch
     return "cupy", bind_cupy
+
+
+def _check_symbols(h: Harness, launch_h: Harness, mod: ModuleType | None, target: str) -> None:
+    """Refuse a harness with :attr:`Harness.symbols` that is not launched directly from a ``.cu`` file.
+
+    Raises:
+        HarnessError: ``h`` has symbols and runs through a launcher, a struct shim or a Python file's string.
+    """
+    if h.symbols and (launch_h.launcher or h.launcher or target.endswith(".py") or
+                      (mod is None and h.grid is not None and struct_args(h))):
+        raise HarnessError(f"{h.source}: the __device__ variable(s) {', '.join(h.symbols.values())} are read back "
+                           "only around a direct launch of a .cu kernel (grid, block, args), not through a launcher "
+                           "or a struct shim")
+
+
+def _symbols_around(globs: dict[str, Any], held: dict[str, Any], stream: Any, call: Callable[[], Any]) -> None:
+    """Run ``call`` (the kernel's launch) between the copies of the ``__device__`` variables ``globs`` (input name ->
+    its device memory): each tensor of ``held`` into its variable before, as ``cudaMemcpyToSymbol`` does, and the
+    variable back into the tensor after, as ``cudaMemcpyFromSymbol`` does, on ``stream``."""
+    import cupy
+
+    for n, mem in globs.items():
+        mem.copy_from_device_async(cupy.asarray(held[n]).data, held[n].nbytes, stream)
+    call()
+    for n, mem in globs.items():
+        cupy.asarray(held[n]).data.copy_from_device_async(mem, held[n].nbytes, stream)
 
 
 def _struct_bind(h: Harness, device: str, target: str, launch_h: Harness,
