@@ -183,6 +183,10 @@ class Harness:
         launcher_root: the folder the launcher module's imports resolve from (the folder above its package, or its
             own folder); set with :attr:`launcher_path`.
         notes: what inference found or assumed, one line each (shown with :attr:`source`).
+        symbols: CUDA kernel launch: input name -> the qualified C++ name of the ``__device__`` variable it stands
+            for (``{"g_count": "g_count"}``): no argument passes it; before each launch its value is copied into the
+            variable and after it the variable is copied back into it, so a kernel whose output is a ``__device__``
+            variable has an output to compare (:mod:`htam_core.harness.device_symbols`).
         inference: how an inferred harness was obtained by this process: ``{"cached": bool, "seconds": float,
             "cache_file": str | None}`` (``cached``: read from the on-disk recording cache, no recording ran);
             empty for any other harness.
@@ -220,6 +224,7 @@ class Harness:
     kernel_module: str | None = None
     launcher_root: str | None = None
     notes: list[str] = field(default_factory=list)
+    symbols: dict[str, str] = field(default_factory=dict)
     inference: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

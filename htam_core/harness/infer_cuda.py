@@ -51,6 +51,7 @@ from htam_core.harness.cu_eval import (
     param_declarations,
     param_names,
 )
+from htam_core.harness.device_symbols import SymbolOutputs, symbol_outputs
 from htam_core.harness.host_callables import (
     enclosing_lambda,
     enter_lambda,
@@ -66,6 +67,7 @@ from htam_core.source.analysis import KernelFacts, analyze
 from htam_core.source.analysis.api_launch import api_launch, api_launch_calls
 from htam_core.source.analysis.callee_writes import callee_writes
 from htam_core.source.analysis.device_queries import in_words
+from htam_core.source.analysis.facts import DeviceGlobal
 from htam_core.source.analysis.launch import launch_calls, launch_config
 from htam_core.source.analysis.structs import StructLayout, field_values, struct_layout
 from htam_core.source.api import parse_text
@@ -668,9 +670,11 @@ def _empty_struct_input(m: _Made, a: _Arg, name: str, layout: StructLayout) -> I
 
 
 def _build(found: _Found, kernel: Kernel, path: Path, read_first: frozenset[str] = frozenset(),
-           structs: dict[str, StructLayout] | None = None) -> Harness:
+           structs: dict[str, StructLayout] | None = None, globals_: tuple[DeviceGlobal, ...] = ()) -> Harness:
     """Turn the evaluated arguments into a harness (inputs, outputs, sizes); ``structs``: the struct arguments
-    passed by value (:func:`_by_value_structs`), each given as its fields."""
+    passed by value (:func:`_by_value_structs`), each given as its fields; ``globals_``: the kernel's
+    ``__device__`` variables, those it writes outputs too (:func:`~htam_core.harness.device_symbols.
+    symbol_outputs`)."""
     where = path.name
     taken: set[str] = set()
     args: list[str] = []
@@ -691,12 +695,21 @@ def _build(found: _Found, kernel: Kernel, path: Path, read_first: frozenset[str]
             m.inputs.append(_buffer_input(m, a, name, a.name in found.written, found.param_of.get(a.name, a.name)))
         else:
             m.inputs.append(_number_input(a, name, f"{where}:{found.line}", kernel.name, m.sizes))
+    sym = symbol_outputs(globals_, kernel.name, lambda n: _py_name(n, taken))
+    if sym.symbols and found.launcher is not None:
+        sym = SymbolOutputs(notes=[f"{kernel.name} writes the __device__ variable(s) {', '.join(sym.symbols.values())}"
+                                   ", which a harness that calls a host launcher does not read back"])
+    m.inputs += sym.inputs
+    m.outputs += list(sym.symbols)
+    m.notes += sym.notes
     if not m.outputs:
-        raise HarnessError(f"{where}:{found.line}: {kernel.name} writes through none of its pointer arguments, so "
-                           "there is no output to compare")
+        raise HarnessError(f"{where}:{found.line}: {kernel.name} writes through none of its pointer arguments"
+                           + (" and no __device__ variable it writes can be compared" if globals_ else "")
+                           + ", so there is no output to compare" + (f" ({sym.notes[0]})" if sym.notes else ""))
     h = Harness(kind="inferred", path=str(path), kernel=kernel.key, language="cuda",
                 source=f"inferred from main() of {path.name} (launch at line {found.line})",
-                inputs=m.inputs, sizes=[m.sizes], outputs=m.outputs, oracle_path=str(path), notes=m.notes)
+                inputs=m.inputs, sizes=[m.sizes], outputs=m.outputs, oracle_path=str(path), notes=m.notes,
+                symbols=sym.symbols)
     if found.launcher is not None:
         h.launcher = found.launcher
     else:
@@ -819,7 +832,8 @@ def infer_cuda_harness(path: str | Path, kernel_name: str, model: SourceModel | 
             if trusted:
                 found.notes.append(trusted)
             structs = _by_value_structs(found, kernel, p.name, prog)  # passed as its fields, built by a shim
-            return _index_ranges(_build(found, kernel, p, read_first, structs), found, facts, structs)
+            return _index_ranges(_build(found, kernel, p, read_first, structs, facts.device_globals), found, facts,
+                                 structs)
         except HarnessError as e:
             errors.append(e.message)
         except (TypeError, ValueError, AttributeError, KeyError, IndexError, ZeroDivisionError, OverflowError,

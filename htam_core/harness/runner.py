@@ -346,9 +346,11 @@ def _cuda_function(path: str, kernel: str, device_arch: str) -> Any:
         mod = cupy.RawModule(code=src, options=("-std=c++17", "-lineinfo", *include_flags(path)),
                              name_expressions=[kernel])
         fn = mod.get_function(kernel)
+        _CUDA_MODULES[key] = (mod, None)
     except Exception:  # noqa: BLE001 - NVRTC rejects host code and system headers: use nvcc
         if not path.endswith(".py"):
             fn = _cubin_function(path, kernel, device_arch)
+            _CUDA_MODULES[key] = _CUBIN_MODULES.pop(path, (None, None))
         else:
             with tempfile.TemporaryDirectory(prefix="htam-string-") as tmp:
                 cu = Path(tmp) / f"{Path(path).stem}.cu"
@@ -437,7 +439,57 @@ def _cubin_function(path: str, kernel: str, arch: str) -> Any:
         out = Path(tmp) / "k.cubin"
         out.write_bytes(data)
         mod = cupy.RawModule(path=str(out))
+        _CUBIN_MODULES[path] = (mod, data)
         return mod.get_function(mangled_entry(data, kernel))
+
+
+#: ``(file hash, kernel, arch)`` -> the module :func:`_cuda_function` loaded and its cubin (``None`` from NVRTC).
+_CUDA_MODULES: dict[tuple[str, str, str], tuple[Any, bytes | None]] = {}
+_CUBIN_MODULES: dict[str, tuple[Any, bytes | None]] = {}
+
+
+def variable_symbol(cubin: bytes, qualified: str) -> str:
+    """The symbol of the ``__device__`` variable ``qualified`` (``"g_count"``, ``"ns::g_count"``) in a cubin: the
+    name itself (a variable of the global namespace with external linkage), else the Itanium mangled form that
+    names it (``_ZN2ns7g_countE``, ``_ZL7g_count`` of a ``static`` one), read from the ELF string table.
+
+    Raises:
+        HarnessError: no symbol of that name.
+    """
+    parts = qualified.split("::")
+    syms = {m.decode("utf-8", "replace") for m in re.findall(rb"[\x21-\x7e]+", cubin)}
+    if len(parts) == 1 and parts[0] in syms:
+        return parts[0]
+    tokens = "".join(f"{len(p)}{p}" for p in parts)
+    found = sorted(s for s in syms if s.startswith("_Z") and not s.startswith(".") and (
+        s in (f"_ZN{tokens}E", f"_ZL{tokens}", f"_ZN{tokens[:0]}L{tokens}E") or s.endswith(tokens) or
+        s.endswith(f"{tokens}E")))
+    if not found:
+        raise HarnessError(f"the __device__ variable {qualified} is not a symbol of the compiled module")
+    return found[0]
+
+
+def symbol_copies(path: str, kernel: str, arch: str, symbols: dict[str, str]) -> dict[str, Any]:
+    """Input name -> the device memory of the ``__device__`` variable it stands for (a CuPy ``MemoryPointer``,
+    :attr:`Harness.symbols`), in the module :func:`_cuda_function` loaded for ``kernel`` (call that first).
+
+    Raises:
+        HarnessError: the module is not loaded or has no such variable.
+    """
+    mod, cubin = _CUDA_MODULES.get((source_hash(path), kernel, arch), (None, None))
+    if mod is None:
+        raise HarnessError(f"{Path(path).name}: the module of {kernel} is not loaded, so its __device__ variables "
+                           "cannot be read")
+    out = {}
+    for name, qualified in symbols.items():
+        try:
+            out[name] = mod.get_global(variable_symbol(cubin, qualified) if cubin is not None else qualified)
+        except HarnessError:
+            raise
+        except Exception as e:  # noqa: BLE001 - CuPy's lookup error: no such global
+            raise HarnessError(f"{Path(path).name}: the __device__ variable {qualified} cannot be read from the "
+                               f"compiled module ({type(e).__name__}: {e})") from None
+    return out
 
 
 def _np_scalar(dtype: str, v: Any) -> Any:
@@ -625,13 +677,16 @@ def _spec_bind(h: Harness, device: str, target: str, mod: ModuleType | None, lau
     ``spec`` harness ``h`` on ``device``: ``(launcher kind, bind)``, where ``bind(inputs)`` gives the call to time.
     ``launch_h`` gives the direct launch's grid, block and shared bytes; ``mod`` is ``target``'s module (``None``
     for a ``.cu`` file); ``env(inputs)`` is the namespace the grid, block and arguments are read in (the input
-    set's sizes, the kwargs and the inputs by name).
+    set's sizes, the kwargs and the inputs by name). A direct launch resets the ``__device__`` variables of
+    :attr:`Harness.symbols` before the kernel and reads them back after it (:func:`symbol_copies`).
 
     Raises:
-        HarnessError: raw CUDA without a GPU, or the launcher or kernel is missing from ``target``.
+        HarnessError: raw CUDA without a GPU, the launcher or kernel is missing from ``target``, or ``h`` has
+            ``symbols`` but is launched another way.
     """
     import torch
 
+    _check_symbols(h, launch_h, mod, target)
     if mod is None and h.grid is not None and struct_args(h):
         return "cu-host-launcher", _struct_bind(h, device, target, launch_h, env)
     if launch_h.launcher and mod is None:
@@ -671,6 +726,7 @@ def _spec_bind(h: Harness, device: str, target: str, mod: ModuleType | None, lau
         raise HarnessError("raw CUDA kernels need a GPU to run")
     major, minor = torch.cuda.get_device_capability()
     func = _cuda_function(target, h.kernel, f"sm_{major}{minor}")
+    globs = symbol_copies(target, h.kernel, f"sm_{major}{minor}", h.symbols) if h.symbols else {}
     dtypes = {i.name: i.dtype for i in h.inputs}
     occupancy = occupancy_functions(func)  # blocks_per_sm(256, 0): the grid of main()'s occupancy API, for func
 
@@ -683,12 +739,41 @@ def _spec_bind(h: Harness, device: str, target: str, mod: ModuleType | None, lau
         args = tuple(cupy.asarray(ns[a]) if isinstance(ns[a], torch.Tensor) else _np_scalar(dtypes[a], ns[a])
                      for a in h.args)
 
+        held = {n: ns[n] for n in globs}  # the tensors a __device__ variable is reset from and read back into
+
         def launch() -> None:
             # torch's current stream at call time (a graph capture's side stream while capturing)
-            with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
-                func(grid, block, args, shared_mem=launch_h.shared_bytes)
+            with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream) as stream:
+                _symbols_around(globs, held, stream, lambda: func(grid, block, args,
+                                                                  shared_mem=launch_h.shared_bytes))
         return launch
     return "cupy", bind_cupy
+
+
+def _check_symbols(h: Harness, launch_h: Harness, mod: ModuleType | None, target: str) -> None:
+    """Refuse a harness with :attr:`Harness.symbols` that is not launched directly from a ``.cu`` file.
+
+    Raises:
+        HarnessError: ``h`` has symbols and runs through a launcher, a struct shim or a Python file's string.
+    """
+    if h.symbols and (launch_h.launcher or h.launcher or target.endswith(".py") or
+                      (mod is None and h.grid is not None and struct_args(h))):
+        raise HarnessError(f"{h.source}: the __device__ variable(s) {', '.join(h.symbols.values())} are read back "
+                           "only around a direct launch of a .cu kernel (grid, block, args), not through a launcher "
+                           "or a struct shim")
+
+
+def _symbols_around(globs: dict[str, Any], held: dict[str, Any], stream: Any, call: Callable[[], Any]) -> None:
+    """Run ``call`` (the kernel's launch) between the copies of the ``__device__`` variables ``globs`` (input name ->
+    its device memory): each tensor of ``held`` into its variable before, as ``cudaMemcpyToSymbol`` does, and the
+    variable back into the tensor after, as ``cudaMemcpyFromSymbol`` does, on ``stream``."""
+    import cupy
+
+    for n, mem in globs.items():
+        mem.copy_from_device_async(cupy.asarray(held[n]).data, held[n].nbytes, stream)
+    call()
+    for n, mem in globs.items():
+        cupy.asarray(held[n]).data.copy_from_device_async(mem, held[n].nbytes, stream)
 
 
 def _struct_bind(h: Harness, device: str, target: str, launch_h: Harness,

@@ -30,6 +30,10 @@ way; a launcher that returns the tensor it was given needs no ``outputs`` (the r
 Shapes are bounded (:func:`size_problem`) and tolerances must be finite and non-negative.
 Scalars are inputs with a ``value`` (number or expression) and no shape.
 
+A CUDA kernel whose output is a ``__device__`` variable lists it as an input no argument passes, in ``outputs``,
+and maps it to the variable: ``symbols = { g_count = "g_count" }`` (reset from the input before each launch, read
+back into it after).
+
 A ``.cu`` program with ``main()`` may take arguments: ``[program."file.cu"] args = ["1024"]``.
 A KernelBench file may name its reference: ``[kernelbench."file.py"] reference = "ref.py"``.
 """
@@ -61,7 +65,7 @@ SPEC_VERSION = 1
 
 _KERNEL_KEYS = {
     "version", "file", "launcher", "grid", "block", "shared_bytes", "args", "kwargs", "inputs", "sizes",
-    "outputs", "reference", "atol", "rtol", "bytes", "flops", "interpret_sizes", "oracle",
+    "outputs", "reference", "atol", "rtol", "bytes", "flops", "interpret_sizes", "oracle", "symbols",
 }
 _INPUT_KEYS = {"name", "dtype", "shape", "init", "value", "low", "high", "scale"}
 _FUNC_REF = re.compile(r"^[\w./-]+(\.py)?:[A-Za-z_][\w.]*$")
@@ -461,5 +465,20 @@ def parse_kernel_table(table: dict[str, Any], *, kernel: str, spec_path: Path, f
         interpret_sizes=interpret_sizes,
         outputs=list(outputs), reference=reference, atol=table.get("atol"), rtol=table.get("rtol"),
         bytes_expr=bytes_expr, flops_expr=flops_expr, version=version,
-        oracle_path=str(file_path) if oracle else None,
+        oracle_path=str(file_path) if oracle else None, symbols=_symbols(table, names, list(args), where_of),
     )
+
+
+def _symbols(table: dict[str, Any], names: set[str] | list[str], args: list[str], where_of: Any) -> dict[str, str]:
+    """The ``symbols`` table: input name -> the C++ name of the ``__device__`` variable it stands for (an input that
+    no argument passes; :attr:`Harness.symbols`).
+
+    Raises:
+        HarnessError: not a table of input names to C++ names, or an input a launch argument also passes.
+    """
+    sym = table.get("symbols", {})
+    if not isinstance(sym, dict) or any(k not in names or k in args or not isinstance(v, str)
+                                        or not _CXX_NAME.match(v) for k, v in sym.items()):
+        raise HarnessError(f"{where_of('symbols')}: symbols must map input names no argument passes to C++ names of "
+                           f"__device__ variables ({{ g_count = \"g_count\" }}); got {sym!r}")
+    return dict(sym)

@@ -85,6 +85,8 @@ def render_toml(h: Harness) -> str:
     lines.append("]")
     if h.outputs:
         lines.append(f"outputs = {_toml_value(h.outputs)}")
+    if h.symbols:  # the __device__ variables the inputs stand for
+        lines.append("symbols = { " + ", ".join(f'{k} = "{v}"' for k, v in h.symbols.items()) + " }")
     lines.append(f"sizes = {_toml_value(h.sizes)}   # the first set is timed")
     if h.interpret_sizes:
         lines.append(f"interpret_sizes = {_toml_value(h.interpret_sizes)}   # for the Triton interpreter on a CPU")

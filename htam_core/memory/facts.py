@@ -22,6 +22,7 @@ from typing import Any
 from htam_core.source.analysis import Access, KernelFacts, analyze
 from htam_core.source.analysis.block_load import GuardedLoad, guarded_block_load
 from htam_core.source.analysis.constants import SIZEOF, evaluate_text
+from htam_core.source.analysis.device_globals import declarations_before
 from htam_core.source.analysis.elementwise_uses import element_writes
 from htam_core.source.analysis.flat2d import FlatRemap, flat_remap
 from htam_core.source.analysis.forms import Elementwise, KernelText, elementwise
@@ -269,13 +270,15 @@ def _defines_before(model: SourceModel | None, kernel: Kernel) -> str:
     """The CUDA ``#define`` lines of ``model``'s file before the CUDA ``kernel`` (``""`` without a file): the
     sizes, index and cast macros a kernel's text names (``#define GLOBAL_ID (blockIdx.x * blockDim.x +
     threadIdx.x)``), then the definitions of the structs the kernel takes by value (their pointer fields are
-    buffers: :mod:`htam_core.source.analysis.struct_params`)."""
+    buffers: :mod:`htam_core.source.analysis.struct_params`), then the ``__device__`` variables of the file and its
+    local headers (a kernel's output may be one: :func:`~htam_core.source.analysis.device_globals.declarations_before`)."""
     if model is None:
         return ""
     data = model.text.encode("utf-8", errors="surrogatepass")[: kernel.span.start]
     lines = [m.group(0).decode("utf-8", errors="replace") for m in _DEFINE_LINE.finditer(data)]
     structs = {n for p in kernel.params if (n := struct_type_name(p)) is not None}
-    return "".join(f"{ln}\n" for ln in lines) + struct_definitions(data, structs)
+    return "".join(f"{ln}\n" for ln in lines) + struct_definitions(data, structs) + \
+        (declarations_before(data, model.path) if b"__device__" in data else "")
 
 
 def kernel_analysis(kernel: Kernel, model: SourceModel | None = None, header: str = "") -> KernelFacts | None:

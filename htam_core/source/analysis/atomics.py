@@ -192,7 +192,8 @@ def address_target(src: CudaSource, addr: Node, pointer: str) -> tuple[Node, Nod
 
 
 def atomic_updates(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...],
-                   pointers: tuple[PointerFacts, ...]) -> tuple[AtomicUpdate, ...]:
+                   pointers: tuple[PointerFacts, ...], declared: dict[str, tuple[int, str]] | None = None
+                   ) -> tuple[AtomicUpdate, ...]:
     """The atomic updates (``atomic*`` calls) of the kernel's body whose address is an access the analysis read
     (``&p[i]``, ``p + i``), in source order.
 
@@ -200,7 +201,9 @@ def atomic_updates(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
         src: the kernel's parsed unit (with the template bindings of its first launch in ``src.env``).
         kernel: the kernel (its parameters).
         accesses: the kernel's accesses (:attr:`KernelFacts.accesses`); the update's pointer and index are theirs.
-        pointers: the kernel's pointer facts (element types).
+        pointers: the kernel's pointer facts (element types), those of its ``__device__`` variables included.
+        declared: ``__device__`` array name -> ``(element count, count as written)`` from its declaration: the
+            extent of an update of it whose index the kernel does not bound (``extent_from == "declaration"``).
     """
     env = src.env
     by_span = {a.span: a for a in accesses}
@@ -218,8 +221,10 @@ def atomic_updates(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
         target = address_target(src, kids[0], acc.pointer)
         base_span, idx = (src.span(target[0]), target[1]) if target is not None else (None, None)
         extent, param, text = _extent(src, kernel, call, idx, ptrs) if idx is not None else (None, None, None)
-        origin: Literal["index", "launch"] = "index"
-        if idx is not None and extent is None and param is None and acc.space == "global":
+        origin: Literal["index", "launch", "declaration"] = "index"
+        if idx is not None and extent is None and param is None and acc.pointer in (declared or {}):
+            (extent, text), origin = (declared or {})[acc.pointer], "declaration"
+        elif idx is not None and extent is None and param is None and acc.space == "global":
             at_launch = launch_buffer_extent(src, kernel, acc.pointer, _element_type(ptrs.get(acc.pointer))[0])
             if at_launch is not None:
                 (extent, text), origin = at_launch, "launch"
@@ -320,7 +325,8 @@ def _element_type(pf: PointerFacts | None) -> tuple[str, str | None]:
 
 
 def _uniform_atomic(src: CudaSource, u: AtomicUpdate, call: Node, ptrs: dict[str, PointerFacts],
-                    uniform: Uniformity, decls: dict[str, list[Node]], single: bool = False) -> UniformAtomic | None:
+                    uniform: Uniformity, decls: dict[str, list[Node]], single: bool = False,
+                    fixed: frozenset[str] = frozenset()) -> UniformAtomic | None:
     """The :class:`UniformAtomic` of the update ``u`` (its call ``call``), or ``None`` when it is not one; with
     ``single``, only one that a few threads of a block run (:func:`_single`: the block's result), else only one
     that is not."""
@@ -335,8 +341,8 @@ def _uniform_atomic(src: CudaSource, u: AtomicUpdate, call: Node, ptrs: dict[str
             _single(src, call, uniform) != single:
         return None
     scope: Literal["grid", "block"] = "grid" if thread_uniform(uniform, addr, scope="grid") else "block"
-    names = sorted({env.t(i) for i in of_type(addr, "identifier")
-                    if env.t(i) in decls or env.assigned_in(src.func, env.t(i))})
+    names = sorted({env.t(i) for i in of_type(addr, "identifier") if env.t(i) in decls or (
+        env.t(i) not in fixed and env.assigned_in(src.func, env.t(i)))})
     stable = all(len(decls.get(n, ())) == 1 and decls[n][0].parent == src.body and not env.assigned_in(src.func, n)
                  for n in names)
     etype, vtype = _element_type(ptrs.get(u.pointer))
@@ -345,7 +351,7 @@ def _uniform_atomic(src: CudaSource, u: AtomicUpdate, call: Node, ptrs: dict[str
 
 
 def uniform_atomics(src: CudaSource, atomics: tuple[AtomicUpdate, ...], pointers: tuple[PointerFacts, ...],
-                    uniform: Uniformity) -> tuple[UniformAtomic, ...]:
+                    uniform: Uniformity, fixed: frozenset[str] = frozenset()) -> tuple[UniformAtomic, ...]:
     """The global reducing atomics (``atomicAdd``/``atomicMax``/``atomicMin``, result unused) of ``atomics`` whose
     address is the same in every thread of a block (module docstring), in source order.
 
@@ -354,6 +360,8 @@ def uniform_atomics(src: CudaSource, atomics: tuple[AtomicUpdate, ...], pointers
         atomics: its atomic updates (:func:`atomic_updates`).
         pointers: its pointer facts (the updated element's type).
         uniform: the kernel's uniformity context (:class:`~htam_core.source.analysis.uniformity.Uniformity`).
+        fixed: the names of the ``__device__`` variables the body names: their address (``&g_count``) is the same
+            everywhere, so they are no local an address reads (``address_locals``), though ``&`` takes it.
 
     Idea source: privatization of a contended reduction variable (Kirk and Hwu, "Programming Massively Parallel
     Processors", "Parallel histogram computation" and "Reduction"; the CUDA samples' ``reduction`` example, whose
@@ -362,13 +370,13 @@ def uniform_atomics(src: CudaSource, atomics: tuple[AtomicUpdate, ...], pointers
     calls = {src.span(c): c for c in of_type(src.body, "call_expression")}
     ptrs = {p.name: p for p in pointers}
     decls = body_locals(src)
-    found = (_uniform_atomic(src, u, calls[u.call_span], ptrs, uniform, decls) for u in atomics
+    found = (_uniform_atomic(src, u, calls[u.call_span], ptrs, uniform, decls, fixed=fixed) for u in atomics
              if u.call_span in calls)
     return tuple(f for f in found if f is not None)
 
 
 def result_atomics(src: CudaSource, atomics: tuple[AtomicUpdate, ...], pointers: tuple[PointerFacts, ...],
-                   uniform: Uniformity) -> tuple[UniformAtomic, ...]:
+                   uniform: Uniformity, fixed: frozenset[str] = frozenset()) -> tuple[UniformAtomic, ...]:
     """The global reducing atomics of ``atomics`` into an address the same in every thread of the *grid* that only a
     few threads of a block run (``if (tid == 0) atomicAdd(out, sdata[0]);``: the block combined its values first
     and sends its result), in source order. Such a total does not depend on how the elements were split among the
@@ -380,6 +388,6 @@ def result_atomics(src: CudaSource, atomics: tuple[AtomicUpdate, ...], pointers:
     calls = {src.span(c): c for c in of_type(src.body, "call_expression")}
     ptrs = {p.name: p for p in pointers}
     decls = body_locals(src)
-    found = (_uniform_atomic(src, u, calls[u.call_span], ptrs, uniform, decls, single=True) for u in atomics
-             if u.call_span in calls)
+    found = (_uniform_atomic(src, u, calls[u.call_span], ptrs, uniform, decls, single=True, fixed=fixed)
+             for u in atomics if u.call_span in calls)
     return tuple(f for f in found if f is not None and f.scope == "grid")

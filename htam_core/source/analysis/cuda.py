@@ -22,6 +22,7 @@ from htam_core.source.analysis.argreduce import arg_step
 from htam_core.source.analysis.atomics import atomic_updates, result_atomics, return_lines, uniform_atomics
 from htam_core.source.analysis.builtins import is_atomic_builtin, is_load_builtin
 from htam_core.source.analysis.constants import ConstEnv, literal_value
+from htam_core.source.analysis.device_globals import BaseNames, kernel_globals
 from htam_core.source.analysis.device_queries import (
     device_quantities,
     device_quantities_of_node,
@@ -33,6 +34,7 @@ from htam_core.source.analysis.facts import (
     Access,
     Accumulator,
     AtomicUpdate,
+    DeviceGlobal,
     Dim,
     KernelFacts,
     LaunchFacts,
@@ -724,8 +726,13 @@ def _base_of(src: CudaSource, aff: Affine, node: Node, params: dict[str, str | N
             wide = byte_cast and (name in shared or not _byte_pointer(params.get(name) or ""))
             return name, sympy.Integer(0), vector or wide, ()
         return None
-    if n.type == "field_expression" and (name := "".join(env.t(n).split())) in params:  # p.x of a struct parameter
-        return name, sympy.Integer(0), vector, ()
+    if n.type in ("field_expression", "qualified_identifier") and (name := "".join(env.t(n).split())) in params:
+        return name, sympy.Integer(0), vector, ()  # p.x of a struct parameter, ns::hist of a __device__ array
+    scalars = getattr(params, "scalars", frozenset())
+    if n.type == "pointer_expression" and env.t(n).startswith("&") and scalars:  # &g_count of a __device__ scalar
+        arg = unwrap_parens(n.child_by_field_name("argument"))  # type: ignore[arg-type]
+        if arg.type in ("identifier", "qualified_identifier") and "".join(env.t(arg).split()) in scalars:
+            return "".join(env.t(arg).split()), sympy.Integer(0), vector, ()
     if n.type == "binary_expression" and env.t(n.child_by_field_name("operator")) in ("+", "-"):
         left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
         for ptr, off in ((left, right), (right, left)):
@@ -753,6 +760,31 @@ def _base_of(src: CudaSource, aff: Affine, node: Node, params: dict[str, str | N
 #: One-byte element types: a pointer cast to one of them counts its offsets in bytes.
 _BYTE_TYPES = frozenset({"char", "unsigned char", "signed char", "int8_t", "uint8_t", "std::byte", "byte",
                          "uchar", "std::uint8_t", "std::int8_t"})
+
+
+def _scalar_address(node: Node, env: ConstEnv, params: dict[str, str | None]) -> bool:
+    """``node`` is ``&g`` with ``g`` a ``__device__`` scalar (:class:`BaseNames`' ``scalars``)."""
+    scalars = getattr(params, "scalars", frozenset())
+    arg = node.child_by_field_name("argument") if node.type == "pointer_expression" else None
+    return arg is not None and env.t(node).startswith("&") and "".join(env.t(unwrap_parens(arg)).split()) in scalars
+
+
+def _scalar_use(node: Node, env: ConstEnv, params: dict[str, str | None]) -> bool:
+    """``node`` names a ``__device__`` scalar by value (not as ``&g`` in an atomic, which the atomic's branch
+    records, nor as the name part of ``ns::g``)."""
+    scalars = getattr(params, "scalars", frozenset())
+    if node.type not in ("identifier", "qualified_identifier") or "".join(env.t(node).split()) not in scalars:
+        return False
+    up = node.parent
+    if up is not None and up.type == "qualified_identifier":
+        return False
+    while up is not None and up.type == "parenthesized_expression":
+        up = up.parent
+    if up is not None and up.type == "pointer_expression" and env.t(up).startswith("&"):
+        call = up.parent.parent if up.parent is not None else None
+        return not (call is not None and call.type == "call_expression"
+                    and is_atomic_builtin(env.t(call.child_by_field_name("function"))))
+    return up is None or up.type != "field_expression" or up.child_by_field_name("argument") != node
 
 
 def _byte_pointer(type_text: str) -> bool:
@@ -932,7 +964,10 @@ def cuda_facts(src: CudaSource, kernel: Kernel, spell: bool = False, fold: froze
     aff = Affine(env, src.func, loop_vars, one_d, macros=macro_table(src.src, tuple(h.src for h in env.headers())),
                  spell=spell, fields=frozenset(f.name for f in fields), fold=fold)
     loops = _loops(src, aff, loop_nodes)
-    params = {p.name: p.type for p in kernel.params if p.is_pointer}
+    globs = kernel_globals(src, kernel)
+    params = BaseNames({**{g: f"{d.element_type}*" for g, d in globs.items()},
+                        **{p.name: p.type for p in kernel.params if p.is_pointer}},
+                       frozenset(g for g, d in globs.items() if d.scalar))
     shared = _shared_arrays(src)
     aliases, alias_facts, escaped = _pointer_decls(src, aff, params, shared)
     macro_bases: set[int] = set()
@@ -948,7 +983,10 @@ def cuda_facts(src: CudaSource, kernel: Kernel, spell: bool = False, fold: froze
                                           macros=frozenset(m for m, _ in macro_reads),
                                           uniform=(uni := Uniformity(env.t, src.body, macro_reads,
                                                                      frozenset(index_calls))))
-    atoms = atomic_updates(src, kernel, accesses, pointers)
+    globals_ = _global_facts(src, globs, accesses)
+    pointers_and_globals = pointers + tuple(_global_pointer(g, accesses) for g in globals_)
+    atoms = atomic_updates(src, kernel, accesses, pointers_and_globals,
+                           {g.name: (g.count, g.count_text) for g in globals_ if not g.scalar and g.count})
     threads = launches[0].block[0].value if launches and launches[0].block else None
     loops = tuple(
         replace(lp, strides_threads=True) if not lp.strides_threads and threads and lp.step == threads
@@ -969,9 +1007,32 @@ def cuda_facts(src: CudaSource, kernel: Kernel, spell: bool = False, fold: froze
                                                  for n, f in _type_instantiations(src, kernel).items()),
                        thread_x_spans=thread_x_spans(src, aff, launches),
                        block_dim_x_spans=block_dim_x_spans(src, aff, launches),
-                       **_atomic_fields(src, atoms, pointers, uni, loops),
+                       device_globals=globals_,
+                       **_atomic_fields(src, atoms, pointers_and_globals, uni, loops,
+                                        frozenset(g.name.split("::")[-1] for g in globals_)),
                        **_stencil_fields(src, aff.expr, loops, pointers, alias_facts,
                                          _Known(tuple(p.name for p in kernel.params if not p.is_pointer), aff.kept)))
+
+
+def _global_facts(src: CudaSource, globs: dict[str, DeviceGlobal], accesses: tuple[Access, ...]
+                  ) -> tuple[DeviceGlobal, ...]:
+    """The ``__device__`` variables the body names, each with how the body uses it (:attr:`DeviceGlobal.mode`,
+    from its accesses), in declaration order."""
+    out = []
+    for name, g in globs.items():
+        kinds = {a.kind for a in accesses if a.pointer == name}
+        written, read = bool(kinds - {"read"}), bool(kinds - {"write"})
+        mode = "readwrite" if written and read else "write" if written else "read" if read else "unused"
+        out.append(replace(g, mode=mode, value_type=resolve_type(src.env, g.element_type) if g.element_type else None))
+    return tuple(sorted(out, key=lambda g: (g.header, g.line, g.name)))
+
+
+def _global_pointer(g: DeviceGlobal, accesses: tuple[Access, ...]) -> PointerFacts:
+    """The :class:`PointerFacts` of a ``__device__`` variable, read by the atomics' analysis as a pointer
+    parameter's (its element type; the accesses under its name)."""
+    reads = tuple(a for a in accesses if a.pointer == g.name and a.kind in ("read", "readwrite"))
+    writes = tuple(a for a in accesses if a.pointer == g.name and a.kind in ("write", "readwrite"))
+    return PointerFacts(g.name, g.mode, reads, writes, g.element_type, g.value_type)  # type: ignore[arg-type]
 
 
 class _Known:
@@ -988,11 +1049,11 @@ class _Known:
 
 
 def _atomic_fields(src: CudaSource, atoms: tuple[AtomicUpdate, ...], pointers: tuple[PointerFacts, ...],
-                   uni: Uniformity, loops: tuple[LoopFact, ...]) -> dict[str, Any]:
+                   uni: Uniformity, loops: tuple[LoopFact, ...], fixed: frozenset[str] = frozenset()) -> dict[str, Any]:
     """``uniform_atomics``, ``result_atomics`` and ``long_sums`` of :class:`KernelFacts` (:func:`uniform_atomics`,
     :func:`result_atomics`, :func:`~htam_core.source.analysis.long_sums.long_sums`)."""
-    uniform = uniform_atomics(src, atoms, pointers, uni)
-    return {"uniform_atomics": uniform, "result_atomics": result_atomics(src, atoms, pointers, uni),
+    uniform = uniform_atomics(src, atoms, pointers, uni, fixed)
+    return {"uniform_atomics": uniform, "result_atomics": result_atomics(src, atoms, pointers, uni, fixed),
             "long_sums": long_sums(src, loops, pointers, uniform)}
 
 
@@ -1307,7 +1368,8 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
             # subscript branch's)
             args = n.child_by_field_name("arguments")
             first = args.named_children[0] if args is not None and args.named_children else None
-            if first is None or unwrap_parens(first).type == "pointer_expression":
+            if first is None or (unwrap_parens(first).type == "pointer_expression" and not _scalar_address(
+                    unwrap_parens(first), env, params)):
                 continue
             base = _base_of(src, aff, first, params, shared, aliases)
             if base is None:
@@ -1319,6 +1381,9 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
                               index_expr, " ".join(index_text.split()), src.line(node), src.span(node),
                               loops, base[2], guarded, text=" ".join(env.t(node).split())))
             continue
+        elif _scalar_use(n, env, params):  # total += v, g_flag = 1, x = g_max of a __device__ scalar
+            base, index_expr, index_text, node = ("".join(env.t(n).split()), sympy.Integer(0), False, ()), \
+                sympy.Integer(0), "", n
         else:
             continue
         kind = _kind(node, env, macros)

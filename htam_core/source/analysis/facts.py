@@ -390,8 +390,9 @@ class AtomicUpdate:
         extent: the number of indices the update can reach when a constant, else ``None``.
         extent_param: the kernel parameter the index is reduced modulo (``"num_bins"``), else ``None``.
         extent_text: the bound as written (``"NUM_BINS"``, ``"BINS"``, ``"num_bins"``; ``"256"`` for a byte).
-        extent_from: ``"index"`` when the kernel bounds the index itself (a check, a modulo, a byte); ``"launch"``
-            when only the launches say so: every launch in the file passes a buffer of ``extent`` elements
+        extent_from: ``"index"`` when the kernel bounds the index itself (a check, a modulo, a byte);
+            ``"declaration"`` when the updated array is a ``__device__`` array whose declared size gives it (which
+            nothing in the kernel checks either); ``"launch"`` when only the launches say so: every launch in the file passes a buffer of ``extent`` elements
             (:func:`~htam_core.source.analysis.launch_buffers.launch_buffer_extent`), which nothing in the kernel
             checks, so a step relying on it must still send other indices to the buffer.
         index_span: file bytes of the index expression (``idx[i]`` in ``&bins[idx[i]]`` or ``bins + idx[i]``),
@@ -412,7 +413,7 @@ class AtomicUpdate:
     extent: int | None = None
     extent_param: str | None = None
     extent_text: str | None = None
-    extent_from: Literal["index", "launch"] = "index"
+    extent_from: Literal["index", "launch", "declaration"] = "index"
     index_span: Span | None = None
 
 
@@ -801,6 +802,52 @@ class ThreadIndex:
     type: str
     span: Span
     line: int
+
+
+@dataclass(frozen=True)
+class DeviceGlobal:
+    """A ``__device__`` variable of the unit (or of a local header it includes) that a kernel reads or writes by
+    name: ``__device__ unsigned int g_count;``, ``__device__ int hist[256];``, ``static __device__ float total;``,
+    one inside a namespace. A kernel that writes one has an output that is no pointer parameter: the harness reads
+    it back by symbol (``cudaMemcpyFromSymbol``) and resets it before each launch.
+
+    Attributes:
+        name: the name as the kernel's body spells it (``g_count``; ``ns::g_count`` when written qualified).
+        qualified: the name with its enclosing named namespaces (``ns::g_count``), what host code outside them spells.
+        element_type: the element type as written, qualifiers dropped (``"unsigned int"``, ``"float"``).
+        scalar: one variable (``&g_count`` is its address), not an array.
+        count: the number of elements (1 for a scalar, the product of the array's constant extents), ``None`` when
+            an extent is no compile-time constant.
+        count_text: the element count as written (``"256"``, ``"NUM_BINS"``, ``"R * C"``; ``"1"`` for a scalar).
+        static: declared ``static`` or in an unnamed namespace (internal linkage: its symbol may be renamed).
+        initializer: the initializer as written (``"0.0f"``), ``""`` for none (the variable starts zeroed).
+        line: the 1-based line of the declaration in its file.
+        header: the path of the local header that declares it, ``""`` for the kernel's own file.
+        mode: how the kernel uses it: ``"read"``, ``"write"``, ``"readwrite"`` (an atomic, ``+=``), ``"unused"``.
+        value_type: :attr:`element_type` with ``typedef``/``using`` aliases resolved (as :attr:`PointerFacts.
+            value_type`), ``None`` when not resolved.
+
+    Idea source: CUDA C++ Programming Guide, "Variable Memory Space Specifiers" (``__device__``) and the runtime's
+    ``cudaMemcpyToSymbol`` / ``cudaMemcpyFromSymbol``.
+    """
+
+    name: str
+    qualified: str
+    element_type: str
+    scalar: bool
+    count: int | None
+    count_text: str
+    static: bool = False
+    initializer: str = ""
+    line: int = 0
+    header: str = ""
+    mode: Literal["read", "write", "readwrite", "unused"] = "unused"
+    value_type: str | None = None
+
+    @property
+    def written(self) -> bool:
+        """The kernel writes it (a store, ``+=``, an atomic): an output of the kernel."""
+        return self.mode in ("write", "readwrite")
 
 
 @dataclass(frozen=True)
@@ -1272,6 +1319,10 @@ class KernelFacts:
         block_dim_x_spans: the file spans of the expressions in the body that are the block's thread count along x,
             however spelled (:func:`~htam_core.source.analysis.cuda.block_dim_x_spans`: ``blockDim.x``, a local
             copy, a thread block's ``size()`` for a 1-D block); CUDA only.
+        device_globals: the ``__device__`` variables the body names (:class:`DeviceGlobal`, with how it uses each),
+            in declaration order (CUDA only). Their element accesses (``hist[b]``, ``&g_count`` in an atomic, a
+            scalar's ``total += v``) are in :attr:`accesses` and :attr:`atomics` under their name, space
+            ``"global"``, like a pointer parameter's, but they are not in :attr:`pointers`.
     """
 
     kernel: str
@@ -1311,6 +1362,7 @@ class KernelFacts:
     uniform_atomics: tuple[UniformAtomic, ...] = ()
     result_atomics: tuple[UniformAtomic, ...] = ()
     long_sums: tuple[LongSum, ...] = ()
+    device_globals: tuple[DeviceGlobal, ...] = ()
 
     # ------------------------------------------------------------------ queries for transforms
     def barrier_at(self, span: Span) -> Barrier | None:
@@ -1499,8 +1551,16 @@ class KernelFacts:
         return next((a for a in self.pointer_aliases if a.name == name), None)
 
     def pointer(self, name: str) -> PointerFacts | None:
-        """The facts of pointer parameter ``name``."""
-        return next((p for p in self.pointers if p.name == name), None)
+        """The facts of pointer parameter ``name``; for a ``__device__`` variable the body names
+        (:attr:`device_globals`), its facts as a pointer parameter's (element type, mode, accesses), so that a step on
+        ``atomicAdd(&hist[b], 1)`` reads ``hist``'s element type whichever it is."""
+        found = next((p for p in self.pointers if p.name == name), None)
+        g = next((g for g in self.device_globals if g.name == name), None) if found is None else None
+        if g is None:
+            return found
+        mine = tuple(a for a in self.accesses if a.pointer == name)
+        return PointerFacts(name, g.mode, tuple(a for a in mine if a.kind != "write"),
+                            tuple(a for a in mine if a.kind != "read"), g.element_type, g.value_type)
 
     def fixed_block_extents(self, dim: str, extent: int) -> tuple[tuple[str, int, Span], ...]:
         """Indices that hard-code the block's extent along ``dim`` instead of reading ``blockDim.<dim>``: a thread
