@@ -903,6 +903,8 @@ class CudaTransposeSmemTile(CudaTransform):
         wide = f"({it})" if it != ct else ""
         element = stored_value(tp, "htam_tile[htam_x][htam_y + htam_k]")
         ins, outs, pitch = _strides(tp, it)
+        rr, rc = tp.place("read", "(htam_r0 + htam_k)", "htam_c", "htam_rows", "htam_cols")
+        wr, wc = tp.place("write", "htam_oc", "(htam_or0 + htam_k)", "htam_rows", "htam_cols")
         lines = [
             f"// 32x32 tiles, 32x8 threads each moving 4 rows: rows of {src} read coalesced into a padded tile (+1",
             "// column: no shared-memory bank conflicts), then written out transposed with coalesced rows",
@@ -917,13 +919,13 @@ class CudaTransposeSmemTile(CudaTransform):
                 "#pragma unroll",
                 "for (int htam_k = 0; htam_k < 32; htam_k += 8)",
                 "    if (htam_r0 + htam_k < htam_rows && htam_c < htam_cols)",
-                f"        htam_tile[htam_y + htam_k][htam_x] = {src}[{rb}{wide}(htam_r0 + htam_k) * {ins} + htam_c];",
+                f"        htam_tile[htam_y + htam_k][htam_x] = {src}[{rb}{wide}{rr} * {ins} + {rc}];",
                 "__syncthreads();",
                 f"const {ct} htam_oc = htam_ty * 32 + htam_x, htam_or0 = htam_tx * 32 + htam_y;  // out: column, first row",
                 "#pragma unroll",
                 "for (int htam_k = 0; htam_k < 32; htam_k += 8)",
                 "    if (htam_or0 + htam_k < htam_cols && htam_oc < htam_rows)",
-                f"        {dst}[{wb}{wide}(htam_or0 + htam_k) * {outs} + htam_oc] = {element};",
+                f"        {dst}[{wb}{wide}{wc} * {outs} + {wr}] = {element};",
                 "__syncthreads();  // the tile is refilled by the block's next tile",
             ]),
         ]
@@ -949,12 +951,14 @@ class CudaTransposeSmemTile(CudaTransform):
         etype, _, it, batch, rb, wb = frame
         src, dst = tp.read.pointer, tp.write.pointer
         ins, outs, pitch = _strides(tp, it)
+        rr, rc = tp.place("read", "htam_r", "htam_c", "htam_rows", "htam_cols")
+        wr, wc = tp.place("write", "htam_r", "htam_c", "htam_rows", "htam_cols")
         load = [f"const {it} htam_r = htam_r0 + htam_e / 32, htam_c = htam_c0 + htam_e % 32;",
                 "if (htam_r < htam_rows && htam_c < htam_cols)",
-                f"    htam_tile[htam_e / 32][htam_e % 32] = {src}[{rb}htam_r * {ins} + htam_c];"]
+                f"    htam_tile[htam_e / 32][htam_e % 32] = {src}[{rb}{rr} * {ins} + {rc}];"]
         store = [f"const {it} htam_c = htam_c0 + htam_e / 32, htam_r = htam_r0 + htam_e % 32;  // row, column of out",
                  "if (htam_r < htam_rows && htam_c < htam_cols)",
-                 f"    {dst}[{wb}htam_c * {outs} + htam_r] = {stored_value(tp, 'htam_tile[htam_e % 32][htam_e / 32]')};"]
+                 f"    {dst}[{wb}{wc} * {outs} + {wr}] = {stored_value(tp, 'htam_tile[htam_e % 32][htam_e / 32]')};"]
         first_tile, tile_step = _tile_ids(tp.batch, it)
         lines = [
             f"// 32x32 tiles: rows of {src} read coalesced into a padded tile (+1 column: no shared-memory bank",
