@@ -217,6 +217,16 @@ def _param_index(unit: CudaUnit, name: str) -> int | None:
     return names.index(name) if name in names else None
 
 
+def _a_split(m: dict, cfg: RegisterTile) -> str:
+    """The line splitting a thread's linear slot ``htam_l`` of the ``bm x bk`` A panel into its row ``htam_m`` and
+    k ``htam_kk`` so that consecutive threads read consecutive elements of A in its layout (``m["a_layout"]``,
+    :func:`~htam_core.source.analysis.matmul_operands.operand_layout`): consecutive k of an A row for ``A[row * K +
+    k]``, consecutive rows for ``A[k * M + row]``."""
+    if m["a_layout"] == "A":
+        return f"        const int htam_m = htam_l / {cfg.bk}, htam_kk = htam_l % {cfg.bk};"
+    return f"        const int htam_kk = htam_l / {cfg.bm}, htam_m = htam_l % {cfg.bm};"
+
+
 @register
 class CudaRegisterTileMatmul(CudaTransform):
     """Naive matmul -> shared tiles + a TM x TN register tile per thread, ``float4`` shared-fragment loads."""
@@ -420,9 +430,7 @@ class CudaRegisterTileMatmul(CudaTransform):
             "}",
             f"for (int htam_k0 = 0; htam_k0 < {K}; htam_k0 += {cfg.bk}) {{",
             f"    for (int htam_l = htam_tid; htam_l < {cfg.bm * cfg.bk}; htam_l += {cfg.threads}) {{",
-            # A[row * K + k]: consecutive threads read consecutive k of an A row; A[k * M + row]: consecutive rows
-            f"        const int htam_m = htam_l / {cfg.bk}, htam_kk = htam_l % {cfg.bk};" if m["a_layout"] == "A" else
-            f"        const int htam_kk = htam_l / {cfg.bm}, htam_m = htam_l % {cfg.bm};",
+            _a_split(m, cfg),
             f"        htam_As[htam_kk][htam_m] = (htam_r0 + htam_m < {M} && htam_k0 + htam_kk < {K}{extra}) "
             f"? {m['A']}[{a_load}] : ({ta})0;",
             "    }",

@@ -284,6 +284,8 @@ def _operands(unit: CudaUnit, ivs: list[IndexVar], loop: Node, kname: str,
     fit either way round (both NT) take the written order, or with ``col_on_x`` the order whose column is on
     ``threadIdx.x`` (the output's store stays coalesced: ``fabsf(Q[col * d + k] - P[row * d + k])``)."""
     found = None
+    along = {d for a in unit.facts.accesses if a.kind == "write" and a.space == "global" for d in "xyz"
+             if a.stride(f"threadIdx.{d}") == 1}
     for (a_name, a_idx, a_node), (b_name, b_idx, b_node) in (subs, subs[::-1]):  # the written order first
         a_op, b_op = _operand(unit, a_name, a_idx), _operand(unit, b_name, b_idx)
         for r in ivs:
@@ -295,7 +297,7 @@ def _operands(unit: CudaUnit, ivs: list[IndexVar], loop: Node, kname: str,
                 if ra is None or rb is None or ra[0] not in ("A", "AT") or rb[0] not in ("NN", "NT"):
                     continue
                 cand = (a_op, b_op, ra[1], rb[1], r, c, rb[0], a_node, ra[0])
-                if found is None or _better(cand, found, col_on_x):
+                if found is None or _better(cand, found, col_on_x, along):
                     found = cand
     if found is None:
         return ("the loads are not A[row * K + k] (or A[k * M + row]) and B[k * N + col] (or B[col * K + k]), "
@@ -303,15 +305,17 @@ def _operands(unit: CudaUnit, ivs: list[IndexVar], loop: Node, kname: str,
     return found
 
 
-def _better(new: tuple, old: tuple, col_on_x: bool) -> bool:
+def _better(new: tuple, old: tuple, col_on_x: bool, along: set[str]) -> bool:
     """Whether the operand reading ``new`` (:func:`_operands`' tuple) is taken over ``old``: between a transposed
     A and the reading that swaps the operands (``A[k * M + row] * B[col * K + k]`` is also ``B[col * K + k]`` as A
-    times ``A[k * M + row]`` as an NN B, the output's row and column swapped), the one whose column stays on
-    ``threadIdx.x`` (the output's store stays coalesced), else the untransposed A; otherwise NN before NT, and
-    with ``col_on_x`` the column on ``threadIdx.x`` among equal layouts."""
+    times ``A[k * M + row]`` as an NN B, the output's row and column swapped), the one whose column is the
+    output's contiguous coordinate (its thread dimension in ``along``: the dimensions along which a global store
+    of the kernel moves by one element; the tiles put the column on ``threadIdx.x``, so the store is coalesced),
+    else the untransposed A; otherwise NN before NT, and with ``col_on_x`` the column on ``threadIdx.x`` among
+    equal layouts."""
     if (new[8] == "AT") != (old[8] == "AT"):
-        if (new[5].dim == "x") != (old[5].dim == "x"):
-            return new[5].dim == "x"
+        if (new[5].dim in along) != (old[5].dim in along):
+            return new[5].dim in along
         return new[8] == "A"
     return (old[6] == "NT" and new[6] == "NN") or (
         col_on_x and new[6] == old[6] and old[5].dim != "x" and new[5].dim == "x")
@@ -477,8 +481,7 @@ def match_naive_matmul(unit: CudaUnit) -> dict | str:
     check) and its type ``etype``, the statements before the k loop that move out of the check ``pre``, the alias
     declarations the operands replace ``consumed``, the statements after the k loop ``rest``, the body statements
     ``stmts``, the index declarations ``ivs`` and the ``layout``: ``"NN"`` for ``B[k * N + col]``, ``"NT"`` for
-    ``B[col * K + k]`` (B stored transposed), and ``a_layout``: ``"A"`` for ``A[row * K + k]``, ``"AT"`` for
-    ``A[k * M + row]`` (A stored transposed: ``C = A^T B``). The k loop body may also be a general one (:func:`k_body`):
+    ``B[col * K + k]`` (B stored transposed), ``a_layout`` ``"A"`` or ``"AT"`` (``A[k * M + row]``). The k loop body may also be a general one (:func:`k_body`):
     ``general`` says so, ``body_stmts`` are its statements and ``body_loads`` its A and B load nodes (A first).
     Shared by the shared-memory and the register tiling transforms (the latter takes the plain product only).
     """
