@@ -776,7 +776,7 @@ class CudaSmemTilingMatmul(CudaTransform):
             f"__shared__ {bt} htam_Bs[{tile}][{tile}{pad}];",
             acc_decl,
             f"for (int htam_k0 = 0; htam_k0 < {K}; htam_k0 += {tile}) {{",
-            "    const int htam_ka = htam_k0 + threadIdx.x;",
+            *(["    const int htam_ka = htam_k0 + threadIdx.x;"] if m["layout"] == "NT" or m["a_layout"] == "A" else []),
             *(["    const int htam_kb = htam_k0 + threadIdx.y;"] if m["layout"] == "NN" or m["a_layout"] == "AT" else []),
             *a_lines,
             *b_lines,

@@ -121,3 +121,10 @@ def test_rewrites_compute_the_original_outputs_on_the_cpu(name, tmp_path):
     for tid in (SMEM, REG):
         for i, text in enumerate(candidate_texts(tid, _kernel(name), "atb", "atb.cu")):
             assert _run(text, tmp_path, f"{tid[5:9]}{i}") == want, (tid, i)
+
+
+def test_the_shared_tiles_declare_only_the_k_indices_they_read():
+    text = candidate_texts(SMEM, _kernel("macro"), "atb", "atb.cu")[0]
+    assert "htam_ka" not in text  # A along its rows on y's k, B along its columns on y's k: no k on x
+    assert "htam_As[threadIdx.x][threadIdx.y] = (htam_ma < M && htam_kb < K) ? A[IDX2R(htam_kb, htam_ma, M)]" in text
+    assert "__shared__ float htam_As[16][16 + 1];" in text  # written transposed: padded against bank conflicts
