@@ -580,7 +580,9 @@ def _window_facts(in_file: KernelFacts | None, lang: str, matmul_like: bool | No
 
 def _swaps_fast_dimension(f: KernelFacts | None) -> bool | None:
     """Whether the kernel's one global read and one global write are contiguous along different thread dimensions
-    (``out[x * rows + y] = in[y * cols + x]``), from the affine index facts; ``None`` when not analyzable."""
+    (``out[x * rows + y] = in[y * cols + x]``), forwards or backwards (stride -1: a reversed coordinate, ``out[x *
+    rows + (rows - 1 - y)]`` of a rotation by 90 degrees), from the affine index facts; ``None`` when not
+    analyzable."""
     if f is None:
         return None
     reads = [a for a in f.global_accesses() if a.kind == "read"]
@@ -588,7 +590,7 @@ def _swaps_fast_dimension(f: KernelFacts | None) -> bool | None:
     if len(reads) != 1 or len(writes) != 1:
         return None
     r, w = reads[0], writes[0]
-    fast = {a: next((d for d in ("x", "y") if a.stride(f"threadIdx.{d}") == 1), None) for a in (r, w)}
+    fast = {a: next((d for d in ("x", "y") if a.stride(f"threadIdx.{d}") in (1, -1)), None) for a in (r, w)}
     return fast[r] is not None and fast[w] is not None and fast[r] != fast[w]
 
 

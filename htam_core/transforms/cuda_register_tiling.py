@@ -8,7 +8,9 @@ arguments. Out-of-range tile elements are zero-filled, so each output accumulate
 original loop in the same k order (bitwise the same sums); the statements after the k loop (the epilogue, e.g.
 ``C = alpha * acc + beta * C``) run unchanged per output under the original bounds check. An accumulator that
 starts from a value of its own output (a bias, ``(bias != NULL) ? bias[o] : 0.0f``) starts from it in every
-register-tile element, read under the bounds check.
+register-tile element, read under the bounds check. Each operand's tile is loaded with consecutive threads along
+its contiguous axis, as the match's layouts say: k for ``A[row * K + k]`` and ``B[col * K + k]``, the row for
+``A[k * M + row]`` (``C = A^T B``), the column for ``B[k * N + col]``.
 
 Idea source: S. Boehm, "How to Optimize a CUDA Matmul Kernel for cuBLAS-like Performance" (2022), kernels 5-6
 (2-D blocktiling, vectorized shared-memory access); CUTLASS's thread-level GEMM (register outer products).
@@ -215,6 +217,16 @@ def _param_index(unit: CudaUnit, name: str) -> int | None:
     return names.index(name) if name in names else None
 
 
+def _a_split(m: dict, cfg: RegisterTile) -> str:
+    """The line splitting a thread's linear slot ``htam_l`` of the ``bm x bk`` A panel into its row ``htam_m`` and
+    k ``htam_kk`` so that consecutive threads read consecutive elements of A in its layout (``m["a_layout"]``,
+    :func:`~htam_core.source.analysis.matmul_operands.operand_layout`): consecutive k of an A row for ``A[row * K +
+    k]``, consecutive rows for ``A[k * M + row]``."""
+    if m["a_layout"] == "A":
+        return f"        const int htam_m = htam_l / {cfg.bk}, htam_kk = htam_l % {cfg.bk};"
+    return f"        const int htam_kk = htam_l / {cfg.bm}, htam_m = htam_l % {cfg.bm};"
+
+
 @register
 class CudaRegisterTileMatmul(CudaTransform):
     """Naive matmul -> shared tiles + a TM x TN register tile per thread, ``float4`` shared-fragment loads."""
@@ -277,7 +289,7 @@ class CudaRegisterTileMatmul(CudaTransform):
                 f"{cfg.tm}x{cfg.tn} outputs per thread from {cfg.bk}-deep shared tiles, {vec} (same k order, "
                 f"bounds checks kept){_choice_note(sides, cfg)}",
                 {"bm": cfg.bm, "bn": cfg.bn, "bk": cfg.bk, "tm": cfg.tm, "tn": cfg.tn, "block": [cfg.threads],
-                 "float4": types[2], "layout": m["layout"], "batched": m["batched"]},
+                 "float4": types[2], "layout": m["layout"], "a_layout": m["a_layout"], "batched": m["batched"]},
                 edits,
             ))
         return out
@@ -418,7 +430,7 @@ class CudaRegisterTileMatmul(CudaTransform):
             "}",
             f"for (int htam_k0 = 0; htam_k0 < {K}; htam_k0 += {cfg.bk}) {{",
             f"    for (int htam_l = htam_tid; htam_l < {cfg.bm * cfg.bk}; htam_l += {cfg.threads}) {{",
-            f"        const int htam_m = htam_l / {cfg.bk}, htam_kk = htam_l % {cfg.bk};",
+            _a_split(m, cfg),
             f"        htam_As[htam_kk][htam_m] = (htam_r0 + htam_m < {M} && htam_k0 + htam_kk < {K}{extra}) "
             f"? {m['A']}[{a_load}] : ({ta})0;",
             "    }",

@@ -1,4 +1,5 @@
-"""Shared-memory tiling transforms: naive matmul (``B[k * N + col]``, or ``B[col * K + k]`` for a transposed B)
+"""Shared-memory tiling transforms: naive matmul (``B[k * N + col]``, or ``B[col * K + k]`` for a transposed B;
+``A[row * K + k]``, or ``A[k * M + row]`` for a transposed A: each tile loaded along its operand's contiguous axis)
 -> tiled matmul (``cuda.smem_tiling_matmul``), and naive
 transpose -> transpose through a padded 32x33 tile (``cuda.transpose_smem_tile``). The transpose is read off the
 analysis layer: the samples' unguarded loop over the rows of a tile (``for (j = 0; j < TILE_DIM; j += BLOCK_ROWS)``,
@@ -35,6 +36,7 @@ from htam_core.source.analysis.forms import builtin_field
 from htam_core.source.analysis.guards import closing_bounds_guard, describe_form
 from htam_core.source.analysis.launch import launch_calls
 from htam_core.source.analysis.macros import ExpandedIndex
+from htam_core.source.analysis.matmul_operands import operand_layout
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.stencil import c_condition, c_text
 from htam_core.source.analysis.syntax import side_effect_free
@@ -258,40 +260,32 @@ def _block_shape(unit: CudaUnit) -> tuple[int, int] | str:
 
 def _role(unit: CudaUnit, node: Node, kname: str, row: IndexVar, col: IndexVar, parts: Parts
           ) -> tuple[str, str] | None:
-    """How the load ``node`` (a subscript) enters a matmul over ``kname``, read off its affine index
-    (:class:`~htam_core.source.analysis.facts.Access` strides): ``("A", ptr)`` for stride 1 in k, 0 in the
-    column thread and nonzero in the row thread (``A[row * K + k]``); ``("NN", ptr)`` for ``B[k * N + col]``
-    (stride 1 in the column thread, 0 in the row); ``("NT", ptr)`` for ``B[col * K + k]``. A batch offset
-    (``b * M * K`` with ``b = blockIdx.z``) is any term free of the thread and k. ``None`` for anything else,
-    also when the index does not name the output variable and k (the rewrite substitutes them)."""
+    """``(layout, pointer)``: how the load ``node`` (a subscript) enters a matmul over ``kname``, as the analysis
+    layer reads it off the load's affine index (:func:`~htam_core.source.analysis.matmul_operands.operand_layout`):
+    ``"A"`` for ``A[row * K + k]``, ``"AT"`` for ``A[k * M + row]``, ``"NN"`` for ``B[k * N + col]``, ``"NT"`` for
+    ``B[col * K + k]``, each with an optional batch offset (``b * M * K`` with ``b = blockIdx.z``). ``None`` for
+    anything else, also when the index does not name the output variable and k (the rewrite substitutes them)."""
     span = (unit.file_byte(node), node.end_byte + unit.base)
     acc = next((a for a in unit.facts.accesses if a.span == span and a.kind == "read"), None)
-    if acc is None:
-        return None
-    sk, sr, sc = (acc.stride(kname), acc.stride(f"threadIdx.{row.dim}"), acc.stride(f"threadIdx.{col.dim}"))
-    others = [acc.stride(f"threadIdx.{d}") for d in "xyz" if d not in (row.dim, col.dim)]
-    if None in (sk, sr, sc) or any(o != 0 for o in others):
+    layout = None if acc is None else operand_layout(acc, kname, row.dim, col.dim)
+    if acc is None or layout is None:
         return None
     names = {x for p, _ in parts for x in (p.names() if isinstance(p, ExpandedIndex) else
                                             {unit.t(n) for n in syn.identifiers(p)})}
-    if sk == 1 and sc == 0 and sr != 0 and {row.name, kname} <= names:
-        return "A", acc.pointer
-    if sr == 0 and {col.name, kname} <= names:
-        if sc == 1 and sk not in (0, 1):
-            return "NN", acc.pointer
-        if sk == 1 and sc not in (0, 1):
-            return "NT", acc.pointer
-    return None
+    return (layout, acc.pointer) if {row.name if layout in ("A", "AT") else col.name, kname} <= names else None
 
 
 def _operands(unit: CudaUnit, ivs: list[IndexVar], loop: Node, kname: str,
               subs: list[tuple[str, Node | ExpandedIndex, Node]],
               bounds: dict[str, Node], col_on_x: bool = False) -> tuple | str:
-    """``(A operand, B operand, A pointer, B pointer, row, col, layout, A load node)`` of the product's two loads
-    (operands as :func:`_operand` gives them), NN before NT, or why they are not matmul operands. Two loads that
+    """``(A operand, B operand, A pointer, B pointer, row, col, B's layout, A load node, A's layout)`` of the
+    product's two loads (operands as :func:`_operand` gives them; layouts as :func:`_role` names them), NN before
+    NT, or why they are not matmul operands. Two loads that
     fit either way round (both NT) take the written order, or with ``col_on_x`` the order whose column is on
     ``threadIdx.x`` (the output's store stays coalesced: ``fabsf(Q[col * d + k] - P[row * d + k])``)."""
     found = None
+    along = {d for a in unit.facts.accesses if a.kind == "write" and a.space == "global" for d in "xyz"
+             if a.stride(f"threadIdx.{d}") == 1}
     for (a_name, a_idx, a_node), (b_name, b_idx, b_node) in (subs, subs[::-1]):  # the written order first
         a_op, b_op = _operand(unit, a_name, a_idx), _operand(unit, b_name, b_idx)
         for r in ivs:
@@ -300,16 +294,31 @@ def _operands(unit: CudaUnit, ivs: list[IndexVar], loop: Node, kname: str,
                     continue
                 ra = _role(unit, a_node, kname, r, c, a_op[1])
                 rb = _role(unit, b_node, kname, r, c, b_op[1])
-                if ra is None or rb is None or ra[0] != "A" or rb[0] not in ("NN", "NT"):
+                if ra is None or rb is None or ra[0] not in ("A", "AT") or rb[0] not in ("NN", "NT"):
                     continue
-                cand = (a_op, b_op, ra[1], rb[1], r, c, rb[0], a_node)
-                if found is None or (found[6] == "NT" and rb[0] == "NN") or (
-                        col_on_x and rb[0] == found[6] and found[5].dim != "x" and c.dim == "x"):
+                cand = (a_op, b_op, ra[1], rb[1], r, c, rb[0], a_node, ra[0])
+                if found is None or _better(cand, found, col_on_x, along):
                     found = cand
     if found is None:
-        return ("the loads are not A[row * K + k] and B[k * N + col] (or B[col * K + k]), each with an "
-                "optional batch offset, with row and col bounded by the check")
+        return ("the loads are not A[row * K + k] (or A[k * M + row]) and B[k * N + col] (or B[col * K + k]), "
+                "each with an optional batch offset, with row and col bounded by the check")
     return found
+
+
+def _better(new: tuple, old: tuple, col_on_x: bool, along: set[str]) -> bool:
+    """Whether the operand reading ``new`` (:func:`_operands`' tuple) is taken over ``old``: between a transposed
+    A and the reading that swaps the operands (``A[k * M + row] * B[col * K + k]`` is also ``B[col * K + k]`` as A
+    times ``A[k * M + row]`` as an NN B, the output's row and column swapped), the one whose column is the
+    output's contiguous coordinate (its thread dimension in ``along``: the dimensions along which a global store
+    of the kernel moves by one element; the tiles put the column on ``threadIdx.x``, so the store is coalesced),
+    else the untransposed A; otherwise NN before NT, and with ``col_on_x`` the column on ``threadIdx.x`` among
+    equal layouts."""
+    if (new[8] == "AT") != (old[8] == "AT"):
+        if (new[5].dim in along) != (old[5].dim in along):
+            return new[5].dim in along
+        return new[8] == "A"
+    return (old[6] == "NT" and new[6] == "NN") or (
+        col_on_x and new[6] == old[6] and old[5].dim != "x" and new[5].dim == "x")
 
 
 #: The calls a general k body (:func:`k_body`) may make: math without effect (the analysis layer's
@@ -472,7 +481,7 @@ def match_naive_matmul(unit: CudaUnit) -> dict | str:
     check) and its type ``etype``, the statements before the k loop that move out of the check ``pre``, the alias
     declarations the operands replace ``consumed``, the statements after the k loop ``rest``, the body statements
     ``stmts``, the index declarations ``ivs`` and the ``layout``: ``"NN"`` for ``B[k * N + col]``, ``"NT"`` for
-    ``B[col * K + k]`` (B stored transposed). The k loop body may also be a general one (:func:`k_body`):
+    ``B[col * K + k]`` (B stored transposed), ``a_layout`` ``"A"`` or ``"AT"`` (``A[k * M + row]``). The k loop body may also be a general one (:func:`k_body`):
     ``general`` says so, ``body_stmts`` are its statements and ``body_loads`` its A and B load nodes (A first).
     Shared by the shared-memory and the register tiling transforms (the latter takes the plain product only).
     """
@@ -515,7 +524,7 @@ def match_naive_matmul(unit: CudaUnit) -> dict | str:
     found = _operands(unit, ivs, loop, kname, kb.loads, bounds, kb.general)
     if isinstance(found, str):
         return found
-    (a_name, a_parts, a_alias), (b_name, b_parts, b_alias), a_ptr, b_ptr, row, col, layout, a_node = found
+    (a_name, a_parts, a_alias), (b_name, b_parts, b_alias), a_ptr, b_ptr, row, col, layout, a_node, a_layout = found
     acc, prod = kb.accs[0], kb.span
     extra = [c for c in bounds if c not in (row.name, col.name)]
     for c in extra:
@@ -554,7 +563,7 @@ def match_naive_matmul(unit: CudaUnit) -> dict | str:
         "acc_decl": acc_decl, "acc": acc, "acc_init": acc_init, "init_loads": init_loads, "pre": hoisted,
         "consumed": consumed,
         "etype": unit.t(decl_t), "rest": rest, "stmts": stmts, "ivs": ivs,
-        "row_stride": row.stride, "col_stride": col.stride, "layout": layout,
+        "row_stride": row.stride, "col_stride": col.stride, "layout": layout, "a_layout": a_layout,
         # a k body other than `acc += A * B`: its statements, run on the tiles (the A load first)
         "general": kb.general, "body_stmts": kb.stmts,
         "tile_types": _tile_types(unit, a_ptr, b_ptr) if kb.general else (unit.t(decl_t), unit.t(decl_t)),
@@ -588,6 +597,23 @@ def _inner_loop(unit: CudaUnit, m: dict, tile: int) -> list[str]:
         body.append("        " + text.decode())
     return [f"    for (int {k} = 0; {k} < {tile} && htam_k0 + {k} < {m['K']}; ++{k}) {{  "
             "// the kernel's own k body on the tiles", *body, "    }"]
+
+
+def _a_tile_lines(m: dict, tile: int, a_index: str, at_index: str, at: str) -> list[str]:
+    """The lines loading the A tile ``htam_As[row][k]`` of one k step of the shared-memory tiling for a matched
+    matmul ``m`` (:func:`match_naive_matmul`), coalesced for A's layout (``m["a_layout"]``): ``A[row * K + k]``
+    with ``threadIdx.x`` along k (``a_index``: the index at ``htam_ka``); ``A[k * M + row]`` with ``threadIdx.x``
+    along the row (``at_index``: the index at ``htam_kb``, ``htam_ma``), stored transposed into the tile (padded
+    by one column by the caller) so that the inner loop still reads ``htam_As[threadIdx.y][k]``. An element past
+    M or K is 0 (``at`` its type), so sizes that are not multiples of the tile add nothing."""
+    row, M, K = m["row"], m["bounds"][m["row"].name], m["K"]
+    extra = "".join(f" && {c}" for c in m["extra"])
+    if m["a_layout"] == "AT":
+        return [f"    const int htam_ma = blockIdx.{row.dim} * {tile} + threadIdx.x;",
+                f"    htam_As[threadIdx.x][threadIdx.y] = (htam_ma < {M} && htam_kb < {K}{extra}) "
+                f"? {m['A']}[{at_index}] : ({at})0;"]
+    return [f"    htam_As[threadIdx.y][threadIdx.x] = ({row.name} < {M} && htam_ka < {K}{extra}) "
+            f"? {m['A']}[{a_index}] : ({at})0;"]
 
 
 #: The step that gives a flattened 1-D index a 2-D block (:mod:`htam_core.transforms.cuda_flat_remap`).
@@ -677,7 +703,7 @@ class CudaSmemTilingMatmul(CudaTransform):
                         model,
                         f"tile {kernel.name} through shared memory with {tile}x{tile} tiles of A and B "
                         f"(blocks of {tile}x{tile} threads; bounds checks kept)",
-                        {"tile": tile, "layout": m["layout"], "batched": m["batched"]},
+                        {"tile": tile, "layout": m["layout"], "a_layout": m["a_layout"], "batched": m["batched"]},
                         [body, *launch_edits],
                     )
                 )
@@ -718,14 +744,15 @@ class CudaSmemTilingMatmul(CudaTransform):
             init = next(d for d in v.decl.named_children if syn.is_init_declarator(d))
             return unit.src[v.decl.start_byte : init.start_byte].decode()
 
-        M, N, K = m["bounds"][row.name], m["bounds"][col.name], m["K"]
+        N, K = m["bounds"][col.name], m["K"]
         extra = "".join(f" && {c}" for c in m["extra"])
         acc_decl = unit.t(m["acc_decl"])
         if m["init_loads"]:  # a bias: read it only where the original did, under the bounds check
             cond = m["cond"]
             head = unit.src[m["acc_decl"].start_byte : m["acc_init"].start_byte].decode()
             acc_decl = f"{head}{cond} ? ({unit.t(m['acc_init'])}) : ({et})0;"
-        a_load = f"{m['A']}[{sub(m['A_parts'], {m['kname']: 'htam_ka'})}]"
+        a_lines = _a_tile_lines(m, tile, sub(m["A_parts"], {m["kname"]: "htam_ka"}),
+                                sub(m["A_parts"], {m["kname"]: "htam_kb", row.name: "htam_ma"}), at)
         if m["layout"] == "NT":
             # B[col * K + k]: consecutive threadIdx.x take consecutive k of one B row (coalesced), stored
             # transposed into a padded tile so that the inner loop still reads htam_Bs[k][threadIdx.x]
@@ -739,19 +766,19 @@ class CudaSmemTilingMatmul(CudaTransform):
                 f"    htam_Bs[threadIdx.y][threadIdx.x] = (htam_kb < {K} && {col.name} < {N}{extra}) "
                 f"? {m['B']}[{sub(m['B_parts'], {m['kname']: 'htam_kb'})}] : ({bt})0;",
             ]
-        pad = " + 1" if m["layout"] == "NT" else ""
+        pad, a_pad = (" + 1" if m["layout"] == "NT" else ""), (" + 1" if m["a_layout"] == "AT" else "")
         lines = [
             f"{decl_prefix(row)}{row.name} = blockIdx.{row.dim} * {tile} + threadIdx.y;",
             f"{decl_prefix(col)}{col.name} = blockIdx.{col.dim} * {tile} + threadIdx.x;",
             *[unit.t(s) for s in others],
             *[unit.t(s) for s in m["pre"]],
-            f"__shared__ {at} htam_As[{tile}][{tile}];",
+            f"__shared__ {at} htam_As[{tile}][{tile}{a_pad}];",
             f"__shared__ {bt} htam_Bs[{tile}][{tile}{pad}];",
             acc_decl,
             f"for (int htam_k0 = 0; htam_k0 < {K}; htam_k0 += {tile}) {{",
-            "    const int htam_ka = htam_k0 + threadIdx.x;",
-            *(["    const int htam_kb = htam_k0 + threadIdx.y;"] if m["layout"] == "NN" else []),
-            f"    htam_As[threadIdx.y][threadIdx.x] = ({row.name} < {M} && htam_ka < {K}{extra}) ? {a_load} : ({at})0;",
+            *(["    const int htam_ka = htam_k0 + threadIdx.x;"] if m["layout"] == "NT" or m["a_layout"] == "A" else []),
+            *(["    const int htam_kb = htam_k0 + threadIdx.y;"] if m["layout"] == "NN" or m["a_layout"] == "AT" else []),
+            *a_lines,
             *b_lines,
             "    __syncthreads();",
             "#pragma unroll",
@@ -903,6 +930,8 @@ class CudaTransposeSmemTile(CudaTransform):
         wide = f"({it})" if it != ct else ""
         element = stored_value(tp, "htam_tile[htam_x][htam_y + htam_k]")
         ins, outs, pitch = _strides(tp, it)
+        rr, rc = tp.place("read", "(htam_r0 + htam_k)", "htam_c", "htam_rows", "htam_cols")
+        wr, wc = tp.place("write", "htam_oc", "(htam_or0 + htam_k)", "htam_rows", "htam_cols")
         lines = [
             f"// 32x32 tiles, 32x8 threads each moving 4 rows: rows of {src} read coalesced into a padded tile (+1",
             "// column: no shared-memory bank conflicts), then written out transposed with coalesced rows",
@@ -917,13 +946,13 @@ class CudaTransposeSmemTile(CudaTransform):
                 "#pragma unroll",
                 "for (int htam_k = 0; htam_k < 32; htam_k += 8)",
                 "    if (htam_r0 + htam_k < htam_rows && htam_c < htam_cols)",
-                f"        htam_tile[htam_y + htam_k][htam_x] = {src}[{rb}{wide}(htam_r0 + htam_k) * {ins} + htam_c];",
+                f"        htam_tile[htam_y + htam_k][htam_x] = {src}[{rb}{wide}{rr} * {ins} + {rc}];",
                 "__syncthreads();",
                 f"const {ct} htam_oc = htam_ty * 32 + htam_x, htam_or0 = htam_tx * 32 + htam_y;  // out: column, first row",
                 "#pragma unroll",
                 "for (int htam_k = 0; htam_k < 32; htam_k += 8)",
                 "    if (htam_or0 + htam_k < htam_cols && htam_oc < htam_rows)",
-                f"        {dst}[{wb}{wide}(htam_or0 + htam_k) * {outs} + htam_oc] = {element};",
+                f"        {dst}[{wb}{wide}{wc} * {outs} + {wr}] = {element};",
                 "__syncthreads();  // the tile is refilled by the block's next tile",
             ]),
         ]
@@ -949,12 +978,14 @@ class CudaTransposeSmemTile(CudaTransform):
         etype, _, it, batch, rb, wb = frame
         src, dst = tp.read.pointer, tp.write.pointer
         ins, outs, pitch = _strides(tp, it)
+        rr, rc = tp.place("read", "htam_r", "htam_c", "htam_rows", "htam_cols")
+        wr, wc = tp.place("write", "htam_r", "htam_c", "htam_rows", "htam_cols")
         load = [f"const {it} htam_r = htam_r0 + htam_e / 32, htam_c = htam_c0 + htam_e % 32;",
                 "if (htam_r < htam_rows && htam_c < htam_cols)",
-                f"    htam_tile[htam_e / 32][htam_e % 32] = {src}[{rb}htam_r * {ins} + htam_c];"]
+                f"    htam_tile[htam_e / 32][htam_e % 32] = {src}[{rb}{rr} * {ins} + {rc}];"]
         store = [f"const {it} htam_c = htam_c0 + htam_e / 32, htam_r = htam_r0 + htam_e % 32;  // row, column of out",
                  "if (htam_r < htam_rows && htam_c < htam_cols)",
-                 f"    {dst}[{wb}htam_c * {outs} + htam_r] = {stored_value(tp, 'htam_tile[htam_e % 32][htam_e / 32]')};"]
+                 f"    {dst}[{wb}{wc} * {outs} + {wr}] = {stored_value(tp, 'htam_tile[htam_e % 32][htam_e / 32]')};"]
         first_tile, tile_step = _tile_ids(tp.batch, it)
         lines = [
             f"// 32x32 tiles: rows of {src} read coalesced into a padded tile (+1 column: no shared-memory bank",

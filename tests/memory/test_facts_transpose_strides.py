@@ -53,3 +53,26 @@ def test_a_transpose_in_a_loop_over_rows_through_cooperative_groups_is_transpose
     copy = parse_text(LOOPED.replace("out[x * rows + y]", "out[y * cols + x]"), "cuda")
     kc = copy.kernel("rows4")
     assert compute_facts(kc.features, kc.language, None, kc, copy)["transpose_like"] is False
+
+
+TEMPLATED = """
+template <int TILE_DIM>
+__global__ void rot(float *out, const float *in, int w, int h)
+{
+    int x = blockIdx.x * TILE_DIM + threadIdx.x;
+    int y = blockIdx.y * TILE_DIM + threadIdx.y;
+    if (x < w && y < h) out[STORE] = in[y * w + x];
+}
+"""
+
+
+def test_a_rotation_by_90_degrees_is_transpose_like_even_with_the_tile_unbound():
+    # the kernel read alone: TILE_DIM is unknown, so the strides decide; the reversed coordinate has stride -1
+    for store in ("x * h + (h - 1 - y)", "(w - 1 - x) * h + y"):
+        model = parse_text(TEMPLATED.replace("STORE", store), "cuda")
+        k = model.kernel("rot")
+        assert compute_facts(k.features, k.language, None, k, model)["transpose_like"] is True, store
+    # a flip along the rows is a copy, not a transpose
+    model = parse_text(TEMPLATED.replace("STORE", "(h - 1 - y) * w + x"), "cuda")
+    k = model.kernel("rot")
+    assert compute_facts(k.features, k.language, None, k, model)["transpose_like"] is False

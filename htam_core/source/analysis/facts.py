@@ -559,6 +559,10 @@ class Transpose:
             (:data:`~htam_core.source.analysis.transpose.LOADED`): ``"htam_v"`` for a plain copy,
             ``"make_float2(htam_v.x, -htam_v.y)"`` for a conjugate, ``"2.f * htam_v"`` for a scaled one; it reads no
             other memory, no thread or block index, only kernel-uniform names besides.
+        read_reversed, write_reversed: per axis ``(row, column)``, whether the input (the output) places that
+            coordinate reversed, ``rows - 1 - row`` / ``cols - 1 - col``: a rotation by 90 degrees
+            (``out[x * H + (H - 1 - y)] = in[y * W + x]``: the write's row axis), a transposed flip, or a
+            reversed read (``in[(H - 1 - y) * W + x]``); :meth:`place` spells the coordinates.
     """
 
     read: Access
@@ -577,6 +581,24 @@ class Transpose:
     value: str = "htam_v"
     read_stride: sympy.Expr | None = None
     write_stride: sympy.Expr | None = None
+    read_reversed: tuple[bool, bool] = (False, False)
+    write_reversed: tuple[bool, bool] = (False, False)
+
+    def place(self, side: str, row: str, col: str, rows: str, cols: str) -> tuple[str, str]:
+        """C text of ``(R, C)``, the row and the column coordinates as the input (``side`` ``"read"``) or the
+        output (``"write"``) places them, for the element at row ``row`` and column ``col`` of the ``rows x
+        cols`` input (C texts): each as it is or reversed (``(rows - 1 - row)``) as :attr:`read_reversed` /
+        :attr:`write_reversed` say. The input is ``in[read_base + R * read_stride + C]`` with ``(R, C) =
+        place("read", ...)``; the output is ``out[write_base + C' * write_stride + R']`` with ``(R', C') =
+        place("write", ...)``.
+
+        Raises:
+            ValueError: ``side`` is neither ``"read"`` nor ``"write"``.
+        """
+        if side not in ("read", "write"):
+            raise ValueError(f"side must be 'read' or 'write', not {side!r}")
+        rev = self.read_reversed if side == "read" else self.write_reversed
+        return (f"({rows} - 1 - {row})" if rev[0] else row), (f"({cols} - 1 - {col})" if rev[1] else col)
 
     @property
     def in_stride(self) -> sympy.Expr:

@@ -222,12 +222,44 @@ def _split_any(index: sympy.Expr, size: sympy.Expr) -> tuple[sympy.Expr, sympy.E
     return sympy.expand(a), b
 
 
-def _roles(ri: sympy.Expr, wi: sympy.Expr, params: Iterable[str], varying: set[str]
-           ) -> tuple[sympy.Expr, sympy.Expr, sympy.Expr, sympy.Expr] | None:
-    """``(row, col, write stride, read stride)`` when read index ``ri`` is ``row * read_stride + col`` and write
-    index ``wi`` is ``col * write_stride + row`` (the strides parameters, the matrix's sides for a dense transpose,
-    or leading dimensions of their own: ``lda``, ``pitch``, ``pitch / sizeof(T)``), ``row`` and ``col`` distinct
-    forms over ``varying`` symbols only."""
+def _signs(e: sympy.Expr) -> int:
+    """``1`` when every term of the affine form ``e`` that reads a symbol has a positive number as its factor
+    (the builtins and loop variables count up from 0), ``-1`` when every one has a negative one, ``0`` otherwise
+    (and for a number)."""
+    terms = [t for t in sympy.Add.make_args(sympy.expand(e)) if t.free_symbols]
+    signs = {1 if t.as_coeff_Mul()[0] > 0 else -1 for t in terms}
+    return signs.pop() if len(signs) == 1 else 0
+
+
+def _orient(a: sympy.Expr, b: sympy.Expr) -> tuple[sympy.Expr, bool, bool] | None:
+    """``(forward, a reversed, b reversed)``: the coordinate the read's form ``a`` and the write's form ``b`` of
+    one axis both name, each either that coordinate ``v`` or its reversal ``E - 1 - v`` (its uniform part ``E``
+    already moved to the base: ``-v`` plus a number here). The same form is the coordinate itself (no reversal);
+    two forms whose varying parts are opposite are a reversed and a forward one (the forward one: every
+    coefficient positive, ``y`` against ``-1 - y``); two negative forms with the same varying part are both
+    reversed (the coordinate: their varying part negated). ``None`` for anything else. Idea source: a rotation
+    by 90 degrees or a flip is a transpose whose one coordinate runs backwards (``out[x * H + (H - 1 - y)]``)."""
+    if sympy.expand(a - b) == 0:
+        return a, False, False
+    va, vb = (sympy.expand(e - e.subs({s: 0 for s in e.free_symbols})) for e in (a, b))
+    if sympy.expand(va + vb) == 0 and _signs(va) != 0:
+        return (a, False, True) if _signs(va) > 0 else (b, True, False)
+    if sympy.expand(va - vb) == 0 and _signs(va) < 0:
+        return -va, True, True
+    return None
+
+
+#: The roles of a transpose's indices: ``(row, col, write stride, read stride, read reversed, write reversed)``,
+#: each ``reversed`` a pair ``(row axis, column axis)`` (:attr:`Transpose.read_reversed`).
+Roles = tuple[sympy.Expr, sympy.Expr, sympy.Expr, sympy.Expr, tuple[bool, bool], tuple[bool, bool]]
+
+
+def _roles(ri: sympy.Expr, wi: sympy.Expr, params: Iterable[str], varying: set[str]) -> Roles | None:
+    """The :data:`Roles` when read index ``ri`` is ``row * read_stride + col`` and write index ``wi`` is ``col *
+    write_stride + row`` (the strides parameters, the matrix's sides for a dense transpose, or leading dimensions
+    of their own: ``lda``, ``pitch``, ``pitch / sizeof(T)``), ``row`` and ``col`` distinct forms over ``varying``
+    symbols only; either side may read a coordinate reversed (:func:`_orient`: ``H - 1 - y`` for ``y``, its
+    uniform part already in the base), which the roles record."""
     names = set(params)
     for c in _stride_candidates(ri, names):
         rc = _split_any(ri, c)
@@ -242,8 +274,12 @@ def _roles(ri: sympy.Expr, wi: sympy.Expr, params: Iterable[str], varying: set[s
             continue
         for r in _stride_candidates(wi, names):
             wc = _split_any(wi, r)
-            if wc is not None and sympy.expand(wc[0] - col) == 0 and sympy.expand(wc[1] - row) == 0:
-                return row, col, r, c
+            if wc is None:
+                continue
+            rows_axis, cols_axis = _orient(row, wc[1]), _orient(col, wc[0])
+            if rows_axis is not None and cols_axis is not None:
+                return (rows_axis[0], cols_axis[0], r, c, (rows_axis[1], cols_axis[1]),
+                        (rows_axis[2], cols_axis[2]))
     return None
 
 
@@ -360,7 +396,7 @@ def find_transposes(src: CudaSource, expr: ExprOf, accesses: tuple[Access, ...],
     found = _batched_roles(r, w, names, loops)
     if found is None:
         return ()
-    batch, (row, col, wstride, rstride, rbase, wbase) = found
+    batch, (row, col, wstride, rstride, rrev, wrev, rbase, wbase) = found
     kinds = ("subscript_expression", "pointer_expression")
     wnode, rnode = src.node_at(w.span, kinds), src.node_at(r.span, kinds)
     if wnode is None or rnode is None:
@@ -374,9 +410,29 @@ def find_transposes(src: CudaSource, expr: ExprOf, accesses: tuple[Access, ...],
     if split is None:
         return ()
     own, uni, rows, cols = split
+    if rrev != (False, False) or wrev != (False, False):  # the reversal's extent E leaves the base
+        rbase, wbase = _reversed_bases(r, w, (row, col), (rows, cols), (rstride, wstride), (rrev, wrev))
+        if not all(_uniform(e, batch, names) for e in (rbase, wbase)):
+            return ()
     lbs = _loop_bounds(w, loops, ((row, rows), (col, cols)))
     return (Transpose(r, w, row, col, rows, cols, own, src.span(src.body), batch, rbase, wbase, uni,
-                      lbs, value, rstride, wstride),)
+                      lbs, value, rstride, wstride, rrev, wrev),)
+
+
+def _reversed_bases(read: Access, write: Access, coords: tuple[sympy.Expr, sympy.Expr],
+                    sides: tuple[sympy.Expr, sympy.Expr], strides: tuple[sympy.Expr, sympy.Expr],
+                    reversed_: tuple[tuple[bool, bool], tuple[bool, bool]]) -> tuple[sympy.Expr, sympy.Expr]:
+    """``(read base, write base)``: what is left of each index once the element's place, ``R * read stride +
+    C`` and ``C' * write stride + R'`` with a reversed coordinate ``sides[k] - 1 - coords[k]`` (``k`` 0 for the
+    row, 1 for the column), is taken off; ``0`` for ``out[x * H + (H - 1 - y)]`` checked ``y < H``."""
+    (row, col), (rows, cols) = coords, sides
+
+    def place(rev: tuple[bool, bool]) -> tuple[sympy.Expr, sympy.Expr]:
+        return (rows - 1 - row if rev[0] else row), (cols - 1 - col if rev[1] else col)
+    rr, rc = place(reversed_[0])
+    wr, wc = place(reversed_[1])
+    assert read.index is not None and write.index is not None  # _batched_roles read both
+    return (sympy.expand(read.index - (rr * strides[0] + rc)), sympy.expand(write.index - (wc * strides[1] + wr)))
 
 
 #: The placeholder that stands for the loaded element in :attr:`Transpose.value` (an identifier, so that putting any

@@ -173,3 +173,45 @@ def test_a_dense_transpose_has_its_sides_as_strides():
 def test_what_a_pitched_tile_would_not_keep_gives_nothing(store):
     guard = "x < w && y < h" if "char" in store else "x < w && y < h && y < dp"
     assert _one(X + f"if ({guard}) {{ {store} }}", PITCHED.replace("PARAMS", "size_t sp, size_t dp")) == ()
+
+
+@pytest.mark.parametrize(("body", "read_rev", "write_rev"), [
+    # rotation by 90 degrees clockwise: the output's column runs the input's rows backwards
+    (X + "if (x < cols && y < rows) out[x * rows + (rows - 1 - y)] = in[y * cols + x];", (False, False), (True, False)),
+    # a transposed flip: the output's rows run the input's columns backwards
+    (X + "if (x < cols && y < rows) out[(cols - 1 - x) * rows + y] = in[y * cols + x];", (False, False), (False, True)),
+    # the reversal on the read side (a counter-clockwise rotation)
+    (X + "if (x < cols && y < rows) out[x * rows + y] = in[y * cols + (cols - 1 - x)];", (False, True), (False, False)),
+    (X + "if (x >= cols || y >= rows) return;\nout[x * rows + y] = in[(rows - 1 - y) * cols + x];",
+     (True, False), (False, False)),
+    # both sides reversed along one axis, both axes reversed on the write (a rotation by 180 of the transpose)
+    (X + "if (x < cols && y < rows) out[x * rows + (rows - 1 - y)] = in[(rows - 1 - y) * cols + x];",
+     (True, False), (True, False)),
+    (X + "if (x < cols && y < rows) out[(cols - 1 - x) * rows + (rows - 1 - y)] = in[y * cols + x];",
+     (False, False), (True, True)),
+])
+def test_a_reversed_coordinate_is_the_same_role_reversed(body, read_rev, write_rev):
+    (t,) = _one(body)
+    assert (t.row, t.col) == (sym("blockIdx.y") * sym("blockDim.y") + sym("threadIdx.y"),
+                              sym("blockIdx.x") * sym("blockDim.x") + sym("threadIdx.x"))
+    assert (t.rows, t.cols) == (sym("rows"), sym("cols"))
+    assert (t.read_reversed, t.write_reversed) == (read_rev, write_rev)
+    assert (t.read_base, t.write_base) == (0, 0)  # the reversal's extent is the coordinate's, not a base
+    r, c = t.place("write", "r", "c", "R", "C")
+    assert r == ("(R - 1 - r)" if write_rev[0] else "r") and c == ("(C - 1 - c)" if write_rev[1] else "c")
+
+
+def test_a_reversal_over_another_extent_keeps_the_rest_as_the_base():
+    (t,) = _one(X + "if (x < cols && y < rows) out[x * rows + (n - 1 - y)] = in[y * cols + x];",
+                HEAD.replace("int cols)", "int cols, int n)"))
+    assert t.write_reversed == (True, False)
+    assert sympy.expand(t.write_base - (sym("n") - sym("rows"))) == 0  # out[n - rows + c * rows + (rows - 1 - r)]
+
+
+def test_a_reversal_shifted_by_one_keeps_the_shift_as_the_base():
+    (t,) = _one(X + "if (x < cols && y < rows) out[x * rows + (rows - y)] = in[y * cols + x];")
+    assert t.write_reversed == (True, False) and t.write_base == 1  # out[1 + c * rows + (rows - 1 - r)]
+
+
+def test_a_coordinate_mixing_both_axes_is_no_role():
+    assert _one(X + "if (x < cols && y < rows) out[x * rows + (rows - 1 - y) - x] = in[y * cols + x];") == ()
