@@ -111,19 +111,42 @@ def did_close(ls: HtamLanguageServer, params: types.DidCloseTextDocumentParams) 
     ls.docs.close(params.text_document.uri)
 
 
+def internal_error(ls: HtamLanguageServer, request: str, exc: Exception) -> None:
+    """Report a failure inside the engine while answering ``request`` (a bug in htam): the traceback to the log,
+    one line to the user; the request then answers as if there were nothing to show, never with a JSON-RPC error
+    carrying the traceback (pygls' default for a handler that raises)."""
+    log.error("%s failed", request, exc_info=exc)
+    detail = str(exc).splitlines()[0] if str(exc) else ""
+    ls.show(f"HTAM: internal error in {request}: {type(exc).__name__}{': ' + detail if detail else ''}. This is a "
+            "bug in htam; the traceback is in the server's log", types.MessageType.Error)
+
+
 async def on_hover(ls: HtamLanguageServer, params: types.HoverParams) -> types.Hover | None:
     """``textDocument/hover``."""
-    return await hover.hover(ls, params)
+    try:
+        return await hover.hover(ls, params)
+    except Exception as exc:  # noqa: BLE001 - an engine bug is one line, never a traceback in the client
+        internal_error(ls, "textDocument/hover", exc)
+        return None
 
 
 async def on_code_action(ls: HtamLanguageServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
     """``textDocument/codeAction``."""
-    return await actions.code_actions(ls, params)
+    try:
+        return await actions.code_actions(ls, params)
+    except Exception as exc:  # noqa: BLE001 - an engine bug is one line, never a traceback in the client
+        internal_error(ls, "textDocument/codeAction", exc)
+        return None
 
 
 async def on_resolve(ls: HtamLanguageServer, action: types.CodeAction) -> types.CodeAction:
     """``codeAction/resolve``."""
-    return await actions.resolve(ls, action)
+    try:
+        return await actions.resolve(ls, action)
+    except Exception as exc:  # noqa: BLE001 - an engine bug is one line, never a traceback in the client
+        internal_error(ls, "codeAction/resolve", exc)
+        action.edit, action.command = None, None
+        return action
 
 
 def shutdown(ls: HtamLanguageServer, *args: Any) -> None:

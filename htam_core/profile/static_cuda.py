@@ -30,6 +30,7 @@ import subprocess
 import sysconfig
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from importlib import util as importlib_util
@@ -248,6 +249,19 @@ def _error_lines(log: str, limit: int = 20) -> list[str]:
     lines = [ln.rstrip() for ln in log.splitlines()
              if re.search(r"\berror\b", ln) and "errors detected" not in ln]
     return lines[:limit]
+
+
+def instantiation_text(name: str, arg_lists: Sequence[Sequence[str]]) -> str:
+    """Text that instantiates template kernel ``name`` with each of ``arg_lists`` (``[("64",)]``) when appended to
+    the translation unit that defines it: one ``static`` pointer per list taking the specialization's address
+    (``(const void *)&name<64>``), which makes nvcc emit it as a launch would (C++17 [temp.inst] 4: a function
+    template specialization whose definition is required, its address taken, is implicitly instantiated), with no
+    need to spell its parameter types as an explicit instantiation would. For a compiled copy only."""
+    lines = ["", "// htam: the instantiations this kernel's launches in other files use (static profile only)"]
+    for k, args in enumerate(arg_lists):
+        lines.append(f"[[maybe_unused]] static const void *const htam_instantiation_{k} = "
+                     f"(const void *)&{name}<{', '.join(args)}>;")
+    return "\n".join(lines) + "\n"
 
 
 def compile_cuda(

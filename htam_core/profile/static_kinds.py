@@ -16,12 +16,13 @@ calculator (:mod:`htam_core.profile.occupancy`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar
 
-from htam_core.harness.base import Harness
+from htam_core.harness.base import Harness, origin_dirs
 from htam_core.harness.launch_values import recorded_constexprs, recorded_pointer_dtypes
 from htam_core.profile import static_cuda as sc
 from htam_core.profile.occupancy import arch_limits, theoretical_occupancy
@@ -288,6 +289,8 @@ class CudaProfiler(StaticProfiler):
             res = sc.compile_cuda(source, target=target, source_name=name, first_line=first_line, cache=cache)
         entries = sc.match_entries(res.entries, kernel.name, kernel)
         if not entries:
+            res, entries = _instantiated_elsewhere(res, source, model, kernel, target, name, first_line, cache)
+        if not entries:
             names = ", ".join(sorted({e.base_name for e in res.entries})) or "none"
             raise ProfileError(f"nvcc produced no entry for kernel {kernel.name} in {name} (entries: {names}); "
                                "a template kernel must be instantiated (launched or explicitly instantiated)")
@@ -319,6 +322,43 @@ class CudaProfiler(StaticProfiler):
         p.extra["block_size_source"] = why
         p.warnings.extend(warns)
         occupancy(p, target, 0, threads_over(source, kernel, offset, model.path, block, target))
+
+
+def _instantiated_elsewhere(res: sc.CudaCompileResult, source: str, model: Any, kernel: Any, target: str,
+                            name: str, first_line: int, cache: CompileCache) -> tuple[sc.CudaCompileResult, list[Any]]:
+    """``(result, entries)`` of a template kernel that its own file does not instantiate (a header's
+    ``template <int N> __global__ void k``), compiled again with the instantiations its launches in other files
+    use (``k<64><<<...>>>`` in ``launch.cu``: :func:`~htam_core.source.workspace.find_launches`) made in the
+    compiled copy (:func:`~htam_core.profile.static_cuda.instantiation_text`); ``(res, [])`` as given when it is
+    no template, no launch names its template arguments, or that copy does not compile (an argument named only
+    in the launcher's scope) or still has no entry. The user's file is not changed."""
+    args = _launch_template_args(model, kernel)
+    if not args:
+        return res, []
+    try:
+        again = sc.compile_cuda(source + sc.instantiation_text(kernel.name, args), target=target, source_name=name,
+                                first_line=first_line, cache=cache)
+    except ProfileError:
+        return res, []
+    entries = sc.match_entries(again.entries, kernel.name, kernel)
+    return (again, entries) if entries else (res, [])
+
+
+def _launch_template_args(model: Any, kernel: Any) -> list[tuple[str, ...]]:
+    """The distinct template argument lists (as written) of template kernel ``kernel``'s ``<<<>>>`` launches in
+    the workspace of ``model``'s file, or, for a candidate of the optimize loop (a copy under
+    ``<candidates>/<label>/``), of the original file's folder (:func:`~htam_core.harness.base.origin_dirs`): the
+    copy's launchers stay beside the original. ``[]`` for a kernel that is no template or has no path."""
+    if not kernel.attributes.get("template_params") or not model.path:
+        return []
+    for folder in origin_dirs(model.path):
+        where = model if folder == Path(model.path).resolve().parent else \
+            dataclasses.replace(model, path=str(folder / Path(model.path).name))
+        args = sorted({la.template_args for la in find_launches(where, kernel)
+                       if la.style in ("cuda", "macro") and la.template_args})
+        if args:
+            return args
+    return []
 
 
 @register

@@ -78,12 +78,13 @@ def _groups(unit: CudaUnit) -> list[list[UniformAtomic]]:
 
 
 def _types(unit: CudaUnit, a: UniformAtomic) -> tuple[str, ...]:
-    """The concrete element types the accumulation runs with: a template parameter's instantiations in the file
-    (``()`` when it has none), else the resolved type."""
+    """The concrete element types the accumulation runs with, each resolved through the unit's ``typedef``/``using``
+    aliases (the analysis layer's type facts, :attr:`CudaUnit.types`: ``u64`` -> ``unsigned long long``): a
+    template parameter's instantiations in the file (``()`` when it has none), else the element's resolved type."""
     inst = dict(unit.facts.type_instantiations)
     if a.element_type in inst:
-        return tuple(" ".join(t.split()) for t in inst[a.element_type])
-    return (a.value_type or a.element_type,)
+        return tuple(unit.types.resolve(t) for t in inst[a.element_type])
+    return (unit.types.resolve(a.value_type or a.element_type),)
 
 
 def identity(unit: CudaUnit, a: UniformAtomic) -> str | None:
@@ -95,8 +96,11 @@ def identity(unit: CudaUnit, a: UniformAtomic) -> str | None:
     if a.op == "add" and any(NO_SUM.search(t) for t in types):
         return None
     if a.op == "add":  # a type read through a template parameter, an alias or a macro: converted from 0
-        return "0" if a.element_type in ADD_TYPES else f"static_cast<{a.element_type}>(0)"
-    if len(types) != 1 or types[0] not in MINMAX_IDENTITY or a.element_type != types[0]:
+        return "0" if unit.types.resolve(a.element_type) in ADD_TYPES else f"static_cast<{a.element_type}>(0)"
+    if len(types) != 1 or types[0] not in MINMAX_IDENTITY:
+        return None
+    # a template parameter counts only where every launch binds it to that one type (its resolved value type)
+    if unit.types.is_template(a.element_type) and unit.types.resolve(a.value_type) != types[0]:
         return None
     return MINMAX_IDENTITY[types[0]][0 if a.op == "max" else 1]
 

@@ -313,7 +313,7 @@ class CudaCoarsenReduction(CudaTransform):
                 {"grid": "device", "blocks_per_sm": per_sm, "combine": m.combine, "per_block_output": False,
                  "form": "tree" if gf.kept else "block_combine"},
                 [*helper, *body, *grids]), helpers={SM_GRID_HELPER: SM_GRID_TEXT})
-            cand.changes_numerics = cand.reorders_only = m.combine == "+" and m.etype not in _EXACT
+            cand.changes_numerics = cand.reorders_only = m.combine == "+" and unit.types.resolve(m.etype) not in _EXACT
             out.append(cand)
         return out
 

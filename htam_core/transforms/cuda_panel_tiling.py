@@ -416,7 +416,7 @@ class CudaSmemPanelTiling(CudaTransform):
                 reasons.append("the tile's rows are on threadIdx.z")
                 continue
             bm, bn = n.tm * bd[n.dim_a], n.tn * bd[n.dim_b]
-            esize = 8 if n.etype == "double" else 4
+            esize = 8 if unit.types.resolve(n.etype) == "double" else 4
             where = f"{n.target.callee.name} (called by {kernel.name})" if n.target.callee else kernel.name
             for bk in DEPTHS:
                 smem = (bm + PAD + bn + PAD) * bk * esize
@@ -424,7 +424,7 @@ class CudaSmemPanelTiling(CudaTransform):
                     reasons.append(f"{bm}+{bn} rows x {bk} take {smem} bytes of shared memory")
                     continue
                 edits = self._edits(unit, n, block, bm, bn, bk)
-                vec = n.etype == "float" and n.tm % 4 == 0 and n.tn % 4 == 0
+                vec = unit.types.resolve(n.etype) == "float" and n.tm % 4 == 0 and n.tn % 4 == 0
                 out.append(self.candidate(
                     model,
                     f"stage the {bm}-row panel of {n.a.pointer} and the {bn}-row panel of {n.b.pointer} in shared "
@@ -448,7 +448,7 @@ class CudaSmemPanelTiling(CudaTransform):
         et, at = n.etype, n.acc_type
         threads = block[0] * block[1]
         tid = "threadIdx.x" if block[1] == 1 else f"threadIdx.y * {block[0]} + threadIdx.x"
-        vec = et == "float" and n.tm % 4 == 0 and n.tn % 4 == 0
+        vec = unit.types.resolve(et) == "float" and n.tm % 4 == 0 and n.tn % 4 == 0
         ta, tb = f"threadIdx.{n.dim_a}", f"threadIdx.{n.dim_b}"
         K = n.bound
         a_at = (f"{n.a.pointer}[{c_expr(n.a_base)} + {c_expr(n.a_row)} * htam_r + htam_s0 + htam_c]")

@@ -368,7 +368,7 @@ def _warp_rows(unit: CudaUnit, split: ColumnSplit  # noqa: C901
             return (f"the statement on line {_line(unit, st)} before the loop may return; every lane of a warp must "
                     "reach the shuffles after the loop")
     acc_decl = unit.node_at(acc.decl_span, syn.DECLARATION) if acc.decl_span else None
-    if acc_decl is None or acc_decl not in pre or acc.type not in _SHUFFLED:
+    if acc_decl is None or acc_decl not in pre or unit.types.resolve(acc.type) not in _SHUFFLED:
         return (f"the accumulator {acc.name} is not declared before the loop with a type a warp shuffle moves "
                 f"({', '.join(sorted(_SHUFFLED))})")
     inside = f.accesses_in(fact)

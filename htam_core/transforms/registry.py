@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import importlib
+import logging
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,6 +28,8 @@ from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transf
 from htam_core.transforms.validate import check_syntax
 from htam_core.types.profile import Profile
 from htam_core.types.text import first_sentence
+
+_log = logging.getLogger(__name__)
 
 
 def declaring_files(model: SourceModel, kernel: Kernel) -> list[tuple[str, str]]:
@@ -489,6 +493,22 @@ def no_transform_message(title: str, guidance: str, llm_hint: str) -> str:
             "model write it" + (f", or apply it by hand: {by_hand}" if by_hand else ", or apply it by hand"))
 
 
+#: The environment variable that makes a transform's internal failure raise (as the command line's boundary
+#: reads it: a traceback instead of the one line).
+DEBUG_ENV = "HTAM_DEBUG"
+
+
+def internal_refusal(title: str, transform_id: str, kernel: Kernel, exc: BaseException) -> NotApplicable:
+    """The one-line refusal of step ``title`` when its transform ``transform_id`` failed on ``kernel`` with
+    ``exc`` (a bug in htam): the exception's type and first line, and how to get its traceback. The traceback
+    goes to the log (``logging`` at error level)."""
+    _log.error("transform %s failed on %s", transform_id, kernel.name, exc_info=exc)
+    detail = str(exc).splitlines()[0] if str(exc) else ""
+    return NotApplicable(reason=f"“{title}” could not be checked on {kernel.name}: internal error in {transform_id} "
+                                f"({type(exc).__name__}{': ' + detail if detail else ''}). This is a bug in htam; "
+                                f"set {DEBUG_ENV}=1 to raise it with its traceback", transform_id=transform_id)
+
+
 def resolve_step(title: str, transform_id: str | None, guidance: str, model: SourceModel, kernel: Kernel,
                  profile: Profile | None, *, llm_hint: str, files: Mapping[str, str] | None = None
                  ) -> list[Candidate] | NotApplicable:
@@ -505,7 +525,10 @@ def resolve_step(title: str, transform_id: str | None, guidance: str, model: Sou
         model, kernel, profile, files: as for :func:`propose`.
         llm_hint: see :func:`no_transform_message`.
 
-    Never raises for a step that cannot be made.
+    Never raises for a step that cannot be made, nor for a transform that fails on this kernel: a failure inside
+    a transform or the analysis it reads (a bug in htam, ``RecursionError`` on an odd spelling, say) refuses this
+    one step in one line (:func:`internal_refusal`), so the other steps of the kernel are still offered by the
+    editor, the command line and the benches; with ``HTAM_DEBUG`` set it is raised instead, for its traceback.
     """
     if not transform_id:
         return NotApplicable(reason=no_transform_message(title, guidance, llm_hint))
@@ -513,6 +536,10 @@ def resolve_step(title: str, transform_id: str | None, guidance: str, model: Sou
         result = propose(transform_id, model, kernel, profile, files=files)
     except KeyError as exc:
         return NotApplicable(reason=str(exc.args[0]), transform_id=transform_id)
+    except Exception as exc:  # noqa: BLE001 - one step's failure is that step's refusal, never a crash of the list
+        if os.environ.get(DEBUG_ENV):
+            raise
+        return internal_refusal(title, transform_id, kernel, exc)
     if isinstance(result, NotApplicable):
         return NotApplicable(reason=f"“{title}” does not apply to {kernel.name}: {result.reason}",
                              transform_id=result.transform_id or transform_id, rejected=result.rejected)

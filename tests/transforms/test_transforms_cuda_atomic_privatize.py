@@ -141,6 +141,36 @@ def test_a_half_instantiation_is_refused_and_a_float_one_made():
     assert "T htam_acc = static_cast<T>(0);" in c.new_text
 
 
+_ALIASED = ("#include <cuda_fp16.h>\nALIAS\n__global__ void k(const E *x, E *out, int n) {\n"
+            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) OP(out, x[i]);\n}\n"
+            "void run(const E *x, E *o, int n) { k<<<(n + 255) / 256, 256>>>(x, o, n); }\n")
+
+
+@pytest.mark.parametrize(("alias", "elem", "op", "ident"), [
+    ("typedef unsigned long long u64;", "u64", "atomicMax", "u64 htam_acc = 0ull;"),
+    ("using i32 = int;", "i32", "atomicMin", "i32 htam_acc = 2147483647;"),
+    ("typedef unsigned int idx_t;\ntypedef idx_t cnt_t;", "cnt_t", "atomicMax", "cnt_t htam_acc = 0u;"),
+])
+def test_a_max_of_an_aliased_integer_reads_the_resolved_type(alias, elem, op, ident):
+    """The identity is chosen from the type the alias resolves to (the analysis' type facts), not its spelling."""
+    c = _plain("k", _ALIASED.replace("ALIAS", alias).replace("OP", op).replace("E", elem))
+    assert ident in c.new_text
+
+
+def test_a_sum_of_an_aliased_half_is_refused_as_half():
+    r = _propose("k", _ALIASED.replace("ALIAS", "typedef __half h16;").replace("OP", "atomicAdd").replace("E", "h16"))
+    assert isinstance(r, NotApplicable) and "__half" in r.reason, getattr(r, "reason", r)
+
+
+def test_a_max_of_a_template_bound_at_every_launch_is_privatized():
+    text = ("template <typename T> __global__ void k(const T *x, T *out, int n) {\n"
+            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) atomicMax(out, x[i]);\n}\n"
+            "void run(const int *x, int *o, int n) { k<int><<<(n + 255) / 256, 256>>>(x, o, n); }\n")
+    assert "T htam_acc = (-2147483647 - 1);" in _plain("k", text).new_text
+    deduced = text.replace("k<int><<<", "k<<<")  # a launch that deduces T: its type is not known here
+    assert isinstance(_propose("k", deduced), NotApplicable)
+
+
 # ---------------------------------------------------------------- the ranking
 def test_the_users_kernel_ranks_the_step_first_and_not_vectorize():
     model = load(USER)

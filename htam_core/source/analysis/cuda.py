@@ -1159,7 +1159,36 @@ def _device_calls(src: CudaSource, tparams: list[str]) -> tuple[str, ...]:
 
 
 def _builtin_aliases(src: CudaSource, aff: Affine) -> tuple[tuple[str, str], ...]:
-    """``(name, builtin)`` of each local declared once and never modified whose value is one builtin symbol."""
+    """``(name, builtin)`` of each local declared once and never modified whose value is one builtin symbol, then
+    of each object-like macro the body names whose value is one (:func:`_macro_aliases`)."""
+    out = _local_aliases(src, aff)
+    for name, b in _macro_aliases(src, aff):
+        out.setdefault(name, b)
+    return tuple(out.items())
+
+
+def _macro_aliases(src: CudaSource, aff: Affine) -> tuple[tuple[str, str], ...]:
+    """``(name, builtin)`` of each object-like ``#define`` the kernel's body names, no local of the kernel, whose
+    value is one builtin symbol (``#define TID (threadIdx.x)``, ``#define tx threadIdx.x``; through casts,
+    parentheses and other such macros): the preprocessor writes the builtin wherever the name stands, so it is an
+    alias like ``const int tid = threadIdx.x;`` (C11 6.10.3). The value is read by the index reader
+    (:meth:`Affine.expr` reads an object-like macro's value as an index form), so a macro of an affine form of
+    builtins (``#define GIDX (blockIdx.x * blockDim.x + threadIdx.x)``) reads as that form wherever an expression
+    is read, and only the one-builtin ones are listed here."""
+    env = src.env
+    out: dict[str, str] = {}
+    for n in of_type(src.body, "identifier"):
+        name = env.t(n)
+        if name in out or name in aff.loop_vars or not env.define_text(name) or env.local_inits(src.func, name):
+            continue
+        e = aff.expr(n)
+        if isinstance(e, sympy.Symbol) and e.name.split(".")[0] in _BUILTIN_OBJS:
+            out[name] = e.name
+    return tuple(out.items())
+
+
+def _local_aliases(src: CudaSource, aff: Affine) -> dict[str, str]:
+    """``name -> builtin`` of each local declared once and never modified whose value is one builtin symbol."""
     env = src.env
     out: dict[str, str] = {}
     for decl in of_type(src.body, "declaration"):
@@ -1173,7 +1202,7 @@ def _builtin_aliases(src: CudaSource, aff: Affine) -> tuple[tuple[str, str], ...
             e = aff.expr(d.child_by_field_name("value"))
             if isinstance(e, sympy.Symbol) and e.name.split(".")[0] in _BUILTIN_OBJS:
                 out[name] = e.name
-    return tuple(out.items())
+    return out
 
 
 #: The nodes that can spell the thread's index along x: a name, ``threadIdx.x`` or ``block.thread_index().x``, a

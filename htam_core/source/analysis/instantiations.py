@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from htam_core.source.analysis.macros import macro_table
+from htam_core.source.analysis.macros import MacroTable, arg_spans, macro_table, substituted
 from htam_core.source.analysis.syntax import text, walk
 
 #: How many host functions a template argument is followed through.
@@ -132,7 +132,7 @@ def template_arguments(root: Node, src: bytes, name: str, position: int,
                 if pos >= len(args):
                     complete = False
                     continue
-                arg = " ".join(args[pos].lstrip("&").split())
+                arg = scope_alias(n, src, " ".join(args[pos].lstrip("&").split()))
                 host = n.parent
                 while host is not None and host.type != "function_definition":
                     host = host.parent
@@ -149,13 +149,72 @@ def template_arguments(root: Node, src: bytes, name: str, position: int,
 
 
 
-def _macro_declares(body: str, name: str) -> tuple[str, ...]:
-    """The types a macro body declares ``name`` as (``using scalar_t = __nv_bfloat16;``, ``typedef float
-    scalar_t;``), in order."""
+def _alias_in_block(block: Node, before: int, src: bytes, name: str) -> tuple[Node, str] | None:
+    """``(declaration, aliased type)`` of the last ``using name = T;`` or ``typedef T name;`` among ``block``'s
+    statements that end before byte ``before``, or ``None``."""
+    found = None
+    for d in block.named_children:
+        if d.end_byte > before:
+            break
+        if d.type == "alias_declaration":
+            decl, typ = d.child_by_field_name("name"), d.child_by_field_name("type")
+        elif d.type == "type_definition":
+            decl, typ = d.child_by_field_name("declarator"), d.child_by_field_name("type")
+        else:
+            continue
+        if decl is not None and typ is not None and text(decl, src) == name:
+            found = (d, " ".join(text(typ, src).split()))
+    return found
+
+
+def scope_alias(node: Node, src: bytes, name: str) -> str:
+    """The type ``name`` stands for at ``node`` through block-scope aliases of the functions and lambdas around
+    it (``using accscalar_t = scalar_t;`` in a dispatch lambda, ``using scalar_t = float;`` in ``main``): the
+    nearest declaration before ``node`` in the innermost block that has one, followed through chains of such
+    aliases, each aliased type read where its declaration stands (so ``using T = T;`` names the outer ``T``, as
+    C++17 [basic.scope.pdecl] says); ``name`` itself where no block declares it. Every step looks only before the
+    last declaration followed, so the chain ends; a declaration is never followed twice. Never raises."""
+    followed: set[int] = set()
+    before, p = node.start_byte, node.parent
+    while p is not None:
+        hit = _alias_in_block(p, before, src, name) if p.type == "compound_statement" else None
+        if hit is None or hit[0].start_byte in followed:
+            p = p.parent
+            continue
+        followed.add(hit[0].start_byte)
+        name, before = hit[1], hit[0].start_byte
+    return name
+
+
+def _declares_in(body: str, name: str) -> tuple[str, ...]:
+    """The types the text ``body`` itself declares ``name`` as (``using scalar_t = __nv_bfloat16;``, ``typedef
+    float scalar_t;``), in order."""
     n = re.escape(name)
     found = re.findall(rf"\busing\s+{n}\s*=\s*([^;]+?)\s*;", body) + \
         re.findall(rf"\btypedef\s+([^;]+?)\s+{n}\s*;", body)
     return tuple(dict.fromkeys(" ".join(t.split()) for t in found))
+
+
+def _macro_declares(body: str, name: str, table: MacroTable | None = None, at: int = 0,
+                    active: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """The types a macro body declares ``name`` as (``using scalar_t = __nv_bfloat16;``, ``typedef float
+    scalar_t;``), in order; where the body declares none itself, those the function-like macros of ``table`` it
+    calls declare with their arguments substituted (``MY_CASE(ScalarType::Float, float, __VA_ARGS__)`` whose body
+    says ``using scalar_t = type;``), a macro never read inside its own expansion (``active``, the preprocessor's
+    rule, C11 6.10.3.4) and no deeper than :data:`MAX_HOPS` macros."""
+    found = _declares_in(body, name)
+    if found or table is None or len(active) > MAX_HOPS:
+        return found
+    out: list[str] = []
+    for m in re.finditer(r"\b([A-Za-z_]\w*)\s*\(", body):
+        d = table.at(m.group(1), at)
+        if d is None or d.name in active:
+            continue
+        spans, _ = arg_spans(body, m.end() - 1)
+        inner = substituted(d, [body[s:e] for s, e in spans]) if spans is not None else None
+        if inner is not None:
+            out += _macro_declares(inner, name, table, at, active | {d.name})
+    return tuple(dict.fromkeys(out))
 
 
 def _at_dispatch(name: str, args: Node | None, src: bytes) -> tuple[str, ...]:
@@ -184,7 +243,7 @@ def dispatch_alias(node: Node, src: bytes, name: str) -> tuple[str, ...]:
         if fn is not None and fn.type == "identifier":
             macro = text(fn, src)
             d = table.at(macro, p.start_byte)
-            found = _macro_declares(d.body, name) if d is not None else ()
+            found = _macro_declares(d.body, name, table, p.start_byte, frozenset({macro})) if d is not None else ()
             if not found and name == "scalar_t":
                 found = _at_dispatch(macro, p.child_by_field_name("arguments"), src)
             if found:

@@ -255,6 +255,14 @@ def _substitute(body: str, bind: dict[str, str]) -> str:
     return "".join(out)
 
 
+def substituted(macro: FunctionMacro, args: list[str]) -> str | None:
+    """``macro``'s body with argument texts ``args`` substituted for its parameters, nothing rescanned (the
+    variadic parameter takes the rest, :func:`_bind`); ``None`` when ``macro`` is not substitutable or the count
+    does not fit. For readers of what a statement macro declares (``using scalar_t = type;``)."""
+    bind = _bind(macro, args) if macro.substitutable else None
+    return None if bind is None else _substitute(macro.body, bind)
+
+
 def _expand_text(text: str, table: MacroTable, at: int, active: frozenset[str], depth: int) -> str | None:
     """``text`` (code) with every call of an expandable macro of ``table`` in effect at ``at`` replaced by its
     expansion (rescanning); ``None`` when a call cannot be read (unbalanced, refused, too deep)."""

@@ -89,14 +89,18 @@ class _Typer:
             # a name declared twice with different types (shadowing in another scope) is not read
             self.decls[name] = seen if self.decls.get(name, seen) == seen else ("", False)
 
-    def concrete(self, text: str) -> frozenset[str] | None:
-        """The concrete types type text ``text`` stands for, or ``None`` when unknown."""
+    def concrete(self, text: str, seen: frozenset[str] = frozenset()) -> frozenset[str] | None:
+        """The concrete types type text ``text`` stands for, or ``None`` when unknown. ``seen``: the template
+        parameters followed so far; one reached again (an instantiation that names a parameter of the kernel,
+        ``k<scalar_t>`` launched where ``scalar_t`` is not resolved) is unknown, never followed in a cycle."""
         words = [w for w in text.replace("*", " ").split() if w not in ("const", "volatile", "__restrict__")]
         name = " ".join(words)
+        if name in seen:
+            return None
         if name in self.inst:
             out = set()
             for v in self.inst[name]:
-                c = self.concrete(v)
+                c = self.concrete(v, seen | {name})
                 if c is None:
                     return None
                 out |= c

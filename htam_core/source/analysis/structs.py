@@ -106,8 +106,13 @@ class _Unsupported(Exception):  # noqa: N818 - a reason, raised while reading
         self.reason = reason
 
 
-def _definitions(roots: Sequence[Node], name: str) -> Iterator[Node]:
-    """The ``struct``/``class``/``union`` specifiers with a body that define ``name`` (by tag or by typedef)."""
+def _definitions(roots: Sequence[Node], name: str, seen: frozenset[str] = frozenset()) -> Iterator[Node]:
+    """The ``struct``/``class``/``union`` specifiers with a body that define ``name`` (by tag or by typedef),
+    followed through ``typedef struct Tag Name;`` (``seen``: the names followed so far; a cycle of such typedefs
+    ends there)."""
+    if name in seen:
+        return
+    seen = seen | {name}
     for root in roots:
         stack = [root]
         while stack:
@@ -122,7 +127,7 @@ def _definitions(roots: Sequence[Node], name: str) -> Iterator[Node]:
                 if n.child_by_field_name("body") is not None:
                     yield n
                 elif tag is not None and node_text(tag) != name:  # typedef struct Tag Name;
-                    yield from _definitions(roots, node_text(tag))
+                    yield from _definitions(roots, node_text(tag), seen)
 
 
 def struct_definition(roots: Sequence[Node], type_name: str) -> Node | None:
