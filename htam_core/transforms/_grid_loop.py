@@ -94,3 +94,17 @@ def index_type(ew: Elementwise) -> str:
     if not ew.deduced_type:
         return ew.type
     return f"decltype({' '.join((ew.gid.text or b'').decode().split())})"
+
+
+def loop_text(loop: IndexLoop, body: str, block: bool, indent: str, sep: str = " ") -> str:
+    """The loop ``loop`` over the statement ``body`` (its text as it will stand, ``block`` when it is a ``{ ... }``
+    block), the ``for`` at indentation ``indent``. Without a declaration to bind, ``head body``. With one, the
+    declaration opens the loop's body: a block's statements follow it (the block's braces become the loop's; a
+    one-line block is opened onto its own lines), any other statement goes one level deeper in a new block."""
+    if not loop.bind:
+        return f"{loop.head}{sep}{body}"
+    inner = f"{indent}    "
+    if block and "\n" in body:
+        return f"{loop.head} {{\n{inner}{loop.bind}{body[1:]}"
+    stmts = body[1:-1].strip() if block else body.replace("\n", "\n    ")
+    return f"{loop.head} {{\n{inner}{loop.bind}\n{inner}{stmts}\n{indent}}}"

@@ -22,7 +22,7 @@ from htam_core.transforms._cuda import (
     statement_span,
     wrap_grid,
 )
-from htam_core.transforms._grid_loop import IndexLoop, index_loop, index_type
+from htam_core.transforms._grid_loop import IndexLoop, index_loop, index_type, loop_text
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS, SM_GRID_HELPER, SM_GRID_TEXT
 from htam_core.transforms.registry import register
@@ -156,14 +156,11 @@ def _guarded_loop(unit: CudaUnit, ew: Elementwise, loop: IndexLoop) -> TextEdit:
         return unit.edit(ew.guard.start_byte, cond.end_byte, loop.head + test)
     indent = syn.indent_of(unit.src, ew.guard.start_byte)
     body = unit.t(ew.consequence)
-    if syn.is_block(ew.consequence) and not ew.predicate:  # `{ S }`: the declaration becomes its first line
-        one_line = "\n" not in body  # `{ S; }`: its statements go on their own line, the brace on the next
-        rest = f"\n{indent}    {body[1:-1].strip()}\n{indent}}}" if one_line else body[1:]
-        return unit.edit(ew.guard.start_byte, ew.consequence.end_byte,
-                         f"{loop.head} {{\n{indent}    {loop.bind}{rest}")
-    nested = test.lstrip() + (" " if test else "") + body.replace("\n", "\n    ")
-    return unit.edit(ew.guard.start_byte, ew.consequence.end_byte,
-                     f"{loop.head} {{\n{indent}    {loop.bind}\n{indent}    {nested}\n{indent}}}")
+    if ew.predicate:  # the element's test reads the index: it goes inside, after the declaration
+        body, block = f"if {ew.predicate} {body}", False
+    else:
+        block = syn.is_block(ew.consequence)
+    return unit.edit(ew.guard.start_byte, ew.consequence.end_byte, loop_text(loop, body, block, indent))
 
 
 @register
