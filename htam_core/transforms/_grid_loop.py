@@ -72,17 +72,17 @@ class IndexLoop:
 
 
 def index_loop(types: TypeEnv, name: str, itype: str, start: str, bound: str, step: str | None = None,
-               extra: str = "") -> IndexLoop:
+               extra: str = "", cmp: str = "<") -> IndexLoop:
     """The loop over the kernel's index ``name`` (declared ``itype``, as C text a cast can name: ``decltype(...)``
-    for ``auto``) from ``start`` while ``< bound`` (and ``extra``, a condition that reads no index), stepping
-    ``step`` (``None``: the grid's x extent). A 64-bit ``itype`` stays the loop's variable; any other is declared in
-    the body from the 64-bit counter :data:`COUNTER`."""
+    for ``auto``) from ``start`` while ``cmp bound`` (``"<"`` or ``"<="``; and ``extra``, a condition that reads no
+    index), stepping ``step`` (``None``: the grid's x extent). A 64-bit ``itype`` stays the loop's variable; any
+    other is declared in the body from the 64-bit counter :data:`COUNTER`."""
     tail = f" && {extra}" if extra else ""
     if types.is_wide_integer(itype):
         ctype = counter_type(types, itype)
-        return IndexLoop(header(name, ctype, start, f"{name} < {bound}{tail}",
+        return IndexLoop(header(name, ctype, start, f"{name} {cmp} {bound}{tail}",
                                 grid_step(ctype) if step is None else step), "")
-    head = header(COUNTER, WIDE, start, f"{COUNTER} < {bound}{tail}", grid_step(WIDE) if step is None else step)
+    head = header(COUNTER, WIDE, start, f"{COUNTER} {cmp} {bound}{tail}", grid_step(WIDE) if step is None else step)
     plain = " ".join(w for w in itype.split() if w not in ("const", "volatile"))
     return IndexLoop(head, f"{plain} {name} = ({plain}){COUNTER};")
 
