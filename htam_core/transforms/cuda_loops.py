@@ -22,7 +22,7 @@ from htam_core.transforms._cuda import (
     statement_span,
     wrap_grid,
 )
-from htam_core.transforms._grid_loop import IndexLoop, index_loop, index_type, loop_text
+from htam_core.transforms._grid_loop import IndexLoop, index_loop, index_type
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS, SM_GRID_HELPER, SM_GRID_TEXT
 from htam_core.transforms.registry import register
@@ -125,7 +125,7 @@ def grid_stride_body_edits(unit: CudaUnit) -> list[TextEdit] | str:
     ds, de = statement_span(unit, ew.decl)
     edits = [unit.edit(ds, de, "")]
     if ew.form == "if":
-        edits.append(_guarded_loop(unit, ew, loop))
+        edits += _guarded_loop(unit, ew, loop)
         noop = ew.else_span()  # the guard's no-op else (`else return;`) cannot follow the loop: it goes with the if
         if noop is not None:
             edits.append(unit.edit(*noop, ""))
@@ -144,23 +144,25 @@ def grid_stride_body_edits(unit: CudaUnit) -> list[TextEdit] | str:
     return edits
 
 
-def _guarded_loop(unit: CudaUnit, ew: Elementwise, loop: IndexLoop) -> TextEdit:
-    """The edit turning the guard ``if (i < n [&& pred]) S`` of ``ew`` into the loop ``loop`` over ``S`` (the
-    element's test kept inside: ``if pred S``). With the index declared from a 64-bit counter (:attr:`IndexLoop.bind`)
-    the declaration opens the loop's body: a block ``S`` without a test takes it as its first line, otherwise ``S``
-    is nested, one level deeper, in a new block."""
+def _guarded_loop(unit: CudaUnit, ew: Elementwise, loop: IndexLoop) -> list[TextEdit]:
+    """The edits turning the guard ``if (i < n [&& pred]) S`` of ``ew`` into the loop ``loop`` over ``S`` (the
+    element's test kept inside: ``if pred S``). They touch the guard's header and the ends of ``S`` only, never
+    inside it, so a step that also edits ``S`` (the privatized histogram) composes with them. With the index
+    declared from a 64-bit counter (:attr:`IndexLoop.bind`) the declaration opens the loop's body: a block ``S``
+    without a test takes it after its ``{``, otherwise ``S`` goes in a new block after it."""
     assert ew.consequence is not None
     cond = ew.guard.child_by_field_name("condition")
     test = f" if {ew.predicate}" if ew.predicate else ""
     if not loop.bind:
-        return unit.edit(ew.guard.start_byte, cond.end_byte, loop.head + test)
+        return [unit.edit(ew.guard.start_byte, cond.end_byte, loop.head + test)]
     indent = syn.indent_of(unit.src, ew.guard.start_byte)
-    body = unit.t(ew.consequence)
-    if ew.predicate:  # the element's test reads the index: it goes inside, after the declaration
-        body, block = f"if {ew.predicate} {body}", False
-    else:
-        block = syn.is_block(ew.consequence)
-    return unit.edit(ew.guard.start_byte, ew.consequence.end_byte, loop_text(loop, body, block, indent))
+    s = ew.consequence.start_byte
+    if syn.is_block(ew.consequence) and not ew.predicate:  # `{ S }`: the block's braces become the loop's
+        multiline = b"\n" in unit.src[s:ew.consequence.end_byte]
+        sep = f"\n{indent}    " if multiline else " "
+        return [unit.edit(ew.guard.start_byte, s + 1, f"{loop.head} {{{sep}{loop.bind}")]
+    opening = f"{loop.head} {{\n{indent}    {loop.bind}\n{indent}    {test.lstrip()}{' ' if test else ''}"
+    return [unit.edit(ew.guard.start_byte, s, opening), unit.insert(ew.consequence.end_byte, f"\n{indent}}}")]
 
 
 @register
