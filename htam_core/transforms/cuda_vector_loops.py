@@ -380,8 +380,7 @@ def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
     align = " | ".join(f"reinterpret_cast<unsigned long long>({p} + ({b}))" for p, b in ptr_of.values())
     t, ind = v.type, syn.indent_of(unit.src, v.node.start_byte)
     width = "4" if v.float4 else "htam_V"
-    ctype = counter_type(unit.types, t)  # 64-bit: `htam_tail + start` and the steps must not wrap near the top of t
-    lines = ["{", f"    {ctype} htam_tail = 0;"]
+    lines = ["{", f"    {counter_type(unit.types, t)} htam_tail = 0;"]  # 64-bit: `htam_tail + start` cannot wrap
     if not v.float4:
         lines.append(f"    constexpr int htam_V = {width_text(sorted(set(v.types)))};")
         lines += [f"    struct alignas({align_text(elem[k])}) {k}_t {{ {elem[k]} v[htam_V]; }};" for k in ptr_of]
