@@ -9,7 +9,7 @@ A block reduction that loads one element per thread into shared memory::
 becomes a grid-stride accumulation into a register, then the same tree::
 
     float htam_v = 0.0f;
-    for (unsigned int htam_j = i; htam_j < n; htam_j += blockDim.x * gridDim.x) htam_v += in[htam_j];
+    for (long long htam_j = i; htam_j < n; htam_j += (long long)blockDim.x * gridDim.x) htam_v += in[htam_j];
     sdata[tid] = htam_v;
 
 and the launch gets ``F`` times fewer blocks. The grid-stride loop covers every element exactly once for any
@@ -46,6 +46,7 @@ from htam_core.source.analysis.block_load import NO_LOAD, guarded_block_load
 from htam_core.source.analysis.constants import is_zero_value
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.syntax import initializer_effect_free
+from htam_core.source.analysis.types import TypeEnv
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
     CudaTransform,
@@ -57,6 +58,7 @@ from htam_core.transforms._cuda import (
     statement_list,
     wrap_grid,
 )
+from htam_core.transforms._grid_loop import own_loop
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_atomic_privatize import ACC
 from htam_core.transforms.cuda_coarsen_grid import (
@@ -157,14 +159,16 @@ def _accumulation(unit: CudaUnit, m: BlockLoad) -> TextEdit:
     store ``array[slot] = htam_v;``."""
     f = m.form
     indent = syn.indent_of(unit.src, f.stmts[0].start_byte)
-    body = _accumulation_text(m, "htam_v", indent) + f"\n{indent}{f.array}[{f.slot}] = htam_v;"
+    body = _accumulation_text(unit.types, m, "htam_v", indent) + f"\n{indent}{f.array}[{f.slot}] = htam_v;"
     return unit.edit(f.stmts[0].start_byte, f.store.end_byte, body)
 
 
-def _accumulation_text(m: BlockLoad, acc: str, indent: str) -> str:
+def _accumulation_text(types: TypeEnv, m: BlockLoad, acc: str, indent: str) -> str:
     """The declaration of the register ``acc`` at the identity and the grid-stride loop that accumulates every
     element of the thread into it (the lines after the first indented with ``indent``). Each element is loaded as
-    written (casts kept), and converted to the load's register type where that differs from the array's."""
+    written (casts kept), and converted to the load's register type where that differs from the array's. The loop
+    counts in 64 bits unless the index is already that wide (:func:`~htam_core.transforms._grid_loop.own_loop`, with
+    the unit's ``types``): a 32-bit counter would wrap past the top of its type where the kernel was right."""
     f = m.form
     value = f.value_at("htam_j")
     if f.register_type is not None and f.register_type != m.etype:  # the value went through a register of its type
@@ -176,7 +180,7 @@ def _accumulation_text(m: BlockLoad, acc: str, indent: str) -> str:
     if f.extra:
         update = f"if ({f.extra_at('htam_j')}) {update}"
     return (f"{m.etype} {acc} = {f.identity};\n"
-            f"{indent}for ({m.itype} htam_j = {f.index}; htam_j < {f.bound}; htam_j += blockDim.x * gridDim.x)\n"
+            f"{indent}{own_loop(types, 'htam_j', m.itype, f.index, f.bound)}\n"
             f"{indent}    {update}")
 
 
@@ -298,7 +302,7 @@ class CudaCoarsenReduction(CudaTransform):
         if gf.kept:
             body = [_accumulation(unit, m)]
         else:
-            text = _accumulation_text(m, ACC, indent) + rung_text(unit, gf, indent)
+            text = _accumulation_text(unit.types, m, ACC, indent) + rung_text(unit, gf, indent)
             span = (f.stmts[0].start_byte, gf.finish.end_byte)
             body = [unit.edit(*span, text), *_unread_declarations(unit, span, text)]
         helper = [] if SM_GRID_HELPER.encode() in unit.src else [unit.insert(include_insert_point(unit), SM_GRID_TEXT)]

@@ -17,7 +17,7 @@ one whole-block tree (interleaved or sequential addressing, in the spellings :fu
 cuda_reduction.match_tree` and the warp finish read) the step makes the whole rung at once::
 
     float htam_acc = 0.0f;
-    for (unsigned int htam_j = i; htam_j < n; htam_j += blockDim.x * gridDim.x) htam_acc += in[htam_j] * in[htam_j];
+    for (long long htam_j = i; htam_j < n; htam_j += (long long)blockDim.x * gridDim.x) htam_acc += in[htam_j] * in[htam_j];
     { ...warp shuffles, one value per warp in shared memory, the first warp finishes, one atomicAdd per block... }
 
 with the block combine of ``cuda.privatize_atomic`` (block-size generic). Otherwise (the tree already rewritten, a

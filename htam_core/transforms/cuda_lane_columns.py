@@ -59,6 +59,7 @@ from htam_core.source.analysis import ColumnSplit, LoopFact, sym
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.accumulate import output_read_elsewhere
 from htam_core.source.analysis.guards import bounds_guard, open_guarded_block
+from htam_core.source.analysis.loops import for_parts
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.tree_finish import WarpFinish, tree_left, warp_finish
 from htam_core.source.model import Kernel, SourceModel
@@ -70,6 +71,7 @@ from htam_core.transforms._cuda import (
     param_names,
     statement_list,
 )
+from htam_core.transforms._grid_loop import index_loop, loop_text
 from htam_core.transforms._lane_split import (
     SPLIT_BELOW_PER_SM,
     accumulating_write,
@@ -492,7 +494,25 @@ def _loop_text(unit: CudaUnit, p: _Plan, start: str, step: str) -> str | None:
     old_step = upd.child_by_field_name("right")
     if value is None or old_step is None:
         return None
-    return _with(unit, p.loop, [(value, start), (old_step, step)])
+    wide = _wide_loop(unit, p, start, step) if "gridDim" in step else None  # rows split over the grid's y
+    return wide if wide is not None else _with(unit, p.loop, [(value, start), (old_step, step)])
+
+
+def _wide_loop(unit: CudaUnit, p: _Plan, start: str, step: str) -> str | None:
+    """The row loop ``for (T i = ...; i < bound; ...) body`` of a 32-bit ``T`` as a loop over a 64-bit counter from
+    ``start`` by ``step`` that declares ``i`` in its body (:func:`~htam_core.transforms._grid_loop.index_loop`): with
+    the rows split over the grid's y (``gridDim.y * blockDim.y``) the step is larger than the loop's own, so a
+    32-bit ``i`` would wrap near the top of ``T`` where the kernel's loop did not (without the split the step,
+    ``blockDim.y``, is at most the warp's 32 it replaces). ``None`` (the header is edited in place) for a
+    64-bit ``T``, a variable declared outside the loop (read after it), or a test other than ``i < b``/``i <= b``."""
+    parts = for_parts(p.loop, unit.t)
+    body = p.loop.child_by_field_name("body")
+    if parts is None or not parts.declared or parts.var is None or parts.bound is None or body is None or \
+            parts.cmp not in ("<", "<=") or len(_declared(unit, parts.init)) != 1 or \
+            unit.types.is_wide_integer(parts.type):
+        return None
+    loop = index_loop(unit.types, parts.var, parts.type, start, unit.t(parts.bound), step, cmp=parts.cmp)
+    return loop_text(loop, unit.t(body), syn.is_block(body), syn.indent_of(unit.src, p.loop.start_byte))
 
 
 def _totals(unit: CudaUnit, p: _Plan) -> list[Node]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from htam_core.source.analysis import nodes as syn
-from htam_core.source.analysis.forms import carried_locals, elementwise
+from htam_core.source.analysis.forms import Elementwise, carried_locals, elementwise
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
@@ -22,6 +22,7 @@ from htam_core.transforms._cuda import (
     statement_span,
     wrap_grid,
 )
+from htam_core.transforms._grid_loop import IndexLoop, index_loop, index_type
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS, SM_GRID_HELPER, SM_GRID_TEXT
 from htam_core.transforms.registry import register
@@ -120,16 +121,11 @@ def grid_stride_body_edits(unit: CudaUnit) -> list[TextEdit] | str:
     if carried:
         return (f"the guarded code updates {carried[0]}, declared before the bound check; in a grid-stride loop its "
                 "value would carry from one element to the next (declare it inside the guarded code)")
-    stride = f"({ew.type})blockDim.x * gridDim.x"
-    cond = f"{ew.name} < {unit.t(ew.bound)}" + (f" && {ew.extra}" if ew.extra else "")
-    header = f"for ({ew.type} {ew.name} = {unit.t(ew.gid)}; {cond}; {ew.name} += {stride})"
+    loop = index_loop(unit.types, ew.name, index_type(ew), unit.t(ew.gid), unit.t(ew.bound), extra=ew.extra)
     ds, de = statement_span(unit, ew.decl)
     edits = [unit.edit(ds, de, "")]
     if ew.form == "if":
-        assert ew.consequence is not None
-        cond = ew.guard.child_by_field_name("condition")
-        edits.append(unit.edit(ew.guard.start_byte, cond.end_byte,
-                               header + (f" if {ew.predicate}" if ew.predicate else "")))
+        edits += _guarded_loop(unit, ew, loop)
         noop = ew.else_span()  # the guard's no-op else (`else return;`) cannot follow the loop: it goes with the if
         if noop is not None:
             edits.append(unit.edit(*noop, ""))
@@ -140,11 +136,33 @@ def grid_stride_body_edits(unit: CudaUnit) -> list[TextEdit] | str:
         # and its body on one line: the line also holds the guard, which the edit replaces)
         own_line = syn.only_space_before(unit.src, first.start_byte)
         start = syn.line_start(unit.src, first.start_byte) if own_line else first.start_byte
+        bind = f"{indent}{loop.bind}\n" if loop.bind else ""
         skip = f"{indent}if ({ew.skip}) continue;\n" if ew.skip else ""
-        inner = skip + ("" if own_line else indent) + unit.src[start : last.end_byte].decode()
+        inner = bind + skip + ("" if own_line else indent) + unit.src[start : last.end_byte].decode()
         inner = "\n".join(("    " + ln) if ln.strip() else ln for ln in inner.split("\n"))
-        edits.append(unit.edit(ew.guard.start_byte, last.end_byte, f"{header} {{\n{inner}\n{indent}}}"))
+        edits.append(unit.edit(ew.guard.start_byte, last.end_byte, f"{loop.head} {{\n{inner}\n{indent}}}"))
     return edits
+
+
+def _guarded_loop(unit: CudaUnit, ew: Elementwise, loop: IndexLoop) -> list[TextEdit]:
+    """The edits turning the guard ``if (i < n [&& pred]) S`` of ``ew`` into the loop ``loop`` over ``S`` (the
+    element's test kept inside: ``if pred S``). They touch the guard's header and the ends of ``S`` only, never
+    inside it, so a step that also edits ``S`` (the privatized histogram) composes with them. With the index
+    declared from a 64-bit counter (:attr:`IndexLoop.bind`) the declaration opens the loop's body: a block ``S``
+    without a test takes it after its ``{``, otherwise ``S`` goes in a new block after it."""
+    assert ew.consequence is not None
+    cond = ew.guard.child_by_field_name("condition")
+    test = f" if {ew.predicate}" if ew.predicate else ""
+    if not loop.bind:
+        return [unit.edit(ew.guard.start_byte, cond.end_byte, loop.head + test)]
+    indent = syn.indent_of(unit.src, ew.guard.start_byte)
+    s = ew.consequence.start_byte
+    if syn.is_block(ew.consequence) and not ew.predicate:  # `{ S }`: the block's braces become the loop's
+        multiline = b"\n" in unit.src[s:ew.consequence.end_byte]
+        sep = f"\n{indent}    " if multiline else " "
+        return [unit.edit(ew.guard.start_byte, s + 1, f"{loop.head} {{{sep}{loop.bind}")]
+    opening = f"{loop.head} {{\n{indent}    {loop.bind}\n{indent}    {test.lstrip()}{' ' if test else ''}"
+    return [unit.edit(ew.guard.start_byte, s, opening), unit.insert(ew.consequence.end_byte, f"\n{indent}}}")]
 
 
 @register

@@ -38,6 +38,7 @@ from htam_core.transforms._cuda import (
     struct_field_note,
     wrap_grid,
 )
+from htam_core.transforms._grid_loop import WIDE, grid_step, header, index_type
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_qualifiers import not_aliased, pointer_params
@@ -385,7 +386,7 @@ class CudaVectorizeFloat4(CudaTransform):
             "    long long htam_tail = 0;",
             f"    if ((({align}) & 15ull) == 0ull) {{",
             "        const long long htam_n4 = htam_n / 4;",
-            "        for (long long htam_v = htam_gid; htam_v < htam_n4; htam_v += htam_stride) {",
+            f"        {header('htam_v', WIDE, 'htam_gid', 'htam_v < htam_n4', 'htam_stride')} {{",
         ]
         for p in ptrs:
             if p in loaded:
@@ -439,19 +440,11 @@ def _lane_and_scalar(unit: CudaUnit, ew: Elementwise, subs: list[tuple[Node, str
     return lane_text, scalar
 
 
-def _index_type(ew: Elementwise) -> str:
-    """The index's type as C text for a declaration and a cast: as written, or for ``auto`` the type of its value
-    (``decltype(blockIdx.x * blockDim.x + threadIdx.x)``, ``unsigned int``), which a cast cannot name as ``auto``."""
-    if not ew.deduced_type:
-        return ew.type
-    return f"decltype({' '.join((ew.gid.text or b'').decode().split())})"
-
-
 def _scalar_tail(ew: Elementwise, scalar: str) -> list[str]:
     """The last lines of the elementwise form's body: the grid-stride scalar loop from ``htam_tail`` (every element
     when a pointer was not aligned) with the kernel's index declared from it and the guarded code ``scalar``."""
-    typ = _index_type(ew)
-    return ["    for (long long htam_j = htam_tail + htam_gid; htam_j < htam_n; htam_j += htam_stride) {",
+    typ = index_type(ew)
+    return [f"    {header('htam_j', WIDE, 'htam_tail + htam_gid', 'htam_j < htam_n', 'htam_stride')} {{",
             f"        const {typ} {ew.name} = ({typ})htam_j;",
             *("        " + ln.strip() if ln.strip() else "" for ln in scalar.splitlines()),
             "    }", "}"]
@@ -464,7 +457,7 @@ def _grid_stride_head(unit: CudaUnit, ew: Elementwise) -> list[str]:
         "{",
         f"    const long long htam_n = {ew.extra} ? (long long)({unit.t(ew.bound)}) : 0ll;" if ew.extra else
         f"    const long long htam_n = (long long)({unit.t(ew.bound)});",
-        "    const long long htam_stride = (long long)blockDim.x * gridDim.x;",
+        f"    const long long htam_stride = {grid_step(WIDE)};",
         "    const long long htam_gid = " + ("(long long)blockIdx.x * blockDim.x + threadIdx.x;" if
                                          is_global_index(unit, ew.gid) else f"(long long)({unit.t(ew.gid)});"),
     ]
@@ -494,7 +487,7 @@ def _lane_index(ew: Elementwise, uses: ElementwiseUses, element: str) -> str:
     ``element``: the lane's element number as C text."""
     if not uses.index_uses:
         return ""
-    typ = _index_type(ew)
+    typ = index_type(ew)
     return f"const {typ} {ew.name} = ({typ})({element}); "
 
 
@@ -525,7 +518,7 @@ def _generic_body(unit: CudaUnit, ew: Elementwise, uses: ElementwiseUses, types:
         "    long long htam_tail = 0;",
         f"    if (({align}) == 0ull) {{",
         "        const long long htam_nv = htam_n / htam_V;",
-        "        for (long long htam_v = htam_gid; htam_v < htam_nv; htam_v += htam_stride) {",
+        f"        {header('htam_v', WIDE, 'htam_gid', 'htam_v < htam_nv', 'htam_stride')} {{",
         *(f"            {'const ' if q not in writes else ''}htam_{q}_t htam_{q}_vec = "
           f"reinterpret_cast<const htam_{q}_t *>({q})[htam_v];" if q in loaded else f"            htam_{q}_t htam_{q}_vec;"
           for q in ptrs),

@@ -4,16 +4,23 @@ A loop ``for (T v = S; v < B; v += D) body`` whose every global access is ``P[ba
 ``base`` fixed during the loop) becomes, for ``float`` elements::
 
     {
-        T htam_tail = 0;
+        long long htam_tail = 0;
         if ((((unsigned long long)(P + base) | ...) & 15ull) == 0ull) {     // every base 16-byte aligned
             const T htam_n4 = (B) / 4;
-            for (T htam_v4 = S; htam_v4 < htam_n4; htam_v4 += D) {
+            for (long long htam_v4 = S; htam_v4 < htam_n4; htam_v4 += D) {
                 float4 loads of P + base at htam_v4; body four times on .x .y .z .w; float4 stores
             }
             htam_tail = htam_n4 * 4;
         }
-        for (T v = htam_tail + S; v < B; v += D) body                       // scalar tail, or everything
+        for (long long htam_k = htam_tail + S; htam_k < B; htam_k += D) {  // scalar tail, or everything
+            T v = (T)htam_k;
+            body
+        }
     }
+
+The counters are 64-bit (:mod:`~htam_core.transforms._grid_loop`): with a 32-bit ``T``, ``htam_tail + S`` and the
+last steps would wrap near the top of ``T`` where the loop was right. A ``T`` that is already 64-bit is the
+counters' type, and ``v`` stays the tail loop's variable.
 
 Other element types (``__nv_bfloat16``, ``half``, ``double``, a template parameter ``T``) take the generic form:
 ``constexpr int htam_V = 16 / sizeof(widest element type)``, one local ``struct alignas(htam_V * sizeof(E))
@@ -51,6 +58,7 @@ from htam_core.source.analysis.forms import is_lvalue
 from htam_core.source.analysis.loops import for_parts
 from htam_core.source.analysis.nodes import Node
 from htam_core.transforms._cuda import CudaUnit, statement_list, strip_casts
+from htam_core.transforms._grid_loop import counter_type, index_loop, loop_text, own_loop
 from htam_core.transforms.base import TextEdit
 from htam_core.transforms.cuda_vector_groups import rewrite_groups
 
@@ -372,14 +380,14 @@ def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
     align = " | ".join(f"reinterpret_cast<unsigned long long>({p} + ({b}))" for p, b in ptr_of.values())
     t, ind = v.type, syn.indent_of(unit.src, v.node.start_byte)
     width = "4" if v.float4 else "htam_V"
-    lines = ["{", f"    {t} htam_tail = 0;"]
+    lines = ["{", f"    {counter_type(unit.types, t)} htam_tail = 0;"]  # 64-bit: `htam_tail + start` cannot wrap
     if not v.float4:
         lines.append(f"    constexpr int htam_V = {width_text(sorted(set(v.types)))};")
         lines += [f"    struct alignas({align_text(elem[k])}) {k}_t {{ {elem[k]} v[htam_V]; }};" for k in ptr_of]
     lines += [
         f"    if ((({align}) & 15ull) == 0ull) {{",
         f"        const {t} htam_n4 = ({v.bound}) / {width};",
-        f"        for ({t} htam_v4 = {v.start}; htam_v4 < htam_n4; htam_v4 += {v.step}) {{",
+        f"        {own_loop(unit.types, 'htam_v4', t, v.start, 'htam_n4', v.step)} {{",
     ]
     vec = {k: "float4" if v.float4 else f"{k}_t" for k in ptr_of}
     intrinsic: dict[str, set[str]] = {}
@@ -413,8 +421,8 @@ def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
         "        }",
         f"        htam_tail = htam_n4 * {width};",
         "    }",
-        f"    for ({t} {var} = htam_tail + {v.start}; {var} < {v.bound}; {var} += {v.step})",
-        "        " + unit.t(body).replace("\n", "\n    "),
+        "    " + loop_text(index_loop(unit.types, var, t, f"htam_tail + {v.start}", v.bound, v.step),
+                           unit.t(body).replace("\n", "\n    "), syn.is_block(body), "    ", "\n        "),
         "}",
     ]
     text = "\n".join(lines).replace("\n", "\n" + ind)

@@ -71,7 +71,9 @@ def test_a_guard_with_ldg_is_still_a_bound_and_an_element_test():
     """The fixture's guard is the one ``cuda.ldg`` writes for ``if (i < n && v[i] != 0)``."""
     res = _propose(_text(), "cuda.grid_stride", "count_nonzero")
     assert not isinstance(res, NotApplicable), res.reason
-    assert "i < n; i += (int)blockDim.x * gridDim.x) if (__ldg(&v[i]) != 0) atomicAdd(count, 1);" in res[0].new_text
+    # a 64-bit counter, the int index declared from it, then the element's test inside the loop
+    assert ("htam_k < n; htam_k += (long long)blockDim.x * gridDim.x) { int i = (int)htam_k; "
+            "if (__ldg(&v[i]) != 0) atomicAdd(count, 1); }") in " ".join(res[0].new_text.split())
 
 
 def test_loads_already_through_ldg_are_named_so():

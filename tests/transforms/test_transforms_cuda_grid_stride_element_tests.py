@@ -33,7 +33,7 @@ TESTED = {
     "both_positive": ("if ((a[i] > 0.0f) && (b[i] > 0.0f || b[i] < -1.0f))",
                       "both_positive(a.data(), b.data(), out.data(), N, 1)"),
     "keep_nested": ("if (v[i] > 0.0f)", "keep_nested(a.data(), out.data(), N)"),
-    "fresh_local": ("{ x = v[i]; out[i] = x * x; }", "fresh_local(a.data(), out.data(), N)"),
+    "fresh_local": ("x = v[i]; out[i] = x * x;", "fresh_local(a.data(), out.data(), N)"),
 }
 
 
@@ -73,7 +73,9 @@ def test_the_split_is_taken_only_where_asked():
 def test_the_loop_keeps_the_element_condition_inside(cand, kernel):
     for c in cand(TID, FILE, kernel):
         body = _body(c.new_text, kernel)
-        assert "for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n" in body
+        # a 64-bit counter, the kernel's int index declared from it before the element's test
+        assert "for (long long htam_k = blockIdx.x * blockDim.x + threadIdx.x; htam_k < n" in body
+        assert body.index("int i = (int)htam_k;") < body.index(TESTED[kernel][0])
         assert TESTED[kernel][0] in body
         assert "return;" not in body
 

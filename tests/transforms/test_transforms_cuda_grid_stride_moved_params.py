@@ -44,4 +44,6 @@ def test_a_body_that_moves_a_parameter_is_refused() -> None:
 def test_the_same_kernel_with_indices_gets_the_step() -> None:
     res = _propose(KEPT)
     assert isinstance(res, list) and res
-    assert "for (unsigned pos = blockIdx.x * blockDim.x + threadIdx.x; pos < count;" in res[0].new_text
+    text = res[0].new_text
+    assert "for (long long htam_k = blockIdx.x * blockDim.x + threadIdx.x; htam_k < count;" in text
+    assert "unsigned pos = (unsigned)htam_k;" in text

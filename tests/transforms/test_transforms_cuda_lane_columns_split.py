@@ -52,7 +52,10 @@ def test_few_columns_split_the_rows_over_grid_y(cand, kernel):
     assert groups * (THREADS // 32) <= ROWS
     assert f"dim3(((OC) + 31) / 32, {groups}), dim3(32, ((block_size) + 31) / 32)" in _launch_line(c.new_text, kernel)
     body = _body(c.new_text, kernel)
-    assert "i = blockIdx.y * blockDim.y + threadIdx.y; i < B * T; i += gridDim.y * blockDim.y" in body
+    # the grid-y row loop counts in 64 bits and declares the kernel's int row from it (a 32-bit i would wrap past
+    # INT_MAX - gridDim.y * blockDim.y rows, where the kernel's warp loop was right)
+    assert "htam_k = blockIdx.y * blockDim.y + threadIdx.y; htam_k < B * T; htam_k += gridDim.y * blockDim.y" in body
+    assert "for (long long htam_k" in body and "int i = (int)htam_k;" in body
     assert "atomicAdd(&dbias[o], sum);" in body and "shared[" not in body
     assert c.reorders_only and c.changes_numerics
     f = _facts(c.new_text, kernel)

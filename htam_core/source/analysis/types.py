@@ -146,6 +146,8 @@ def resolve_type(env: ConstEnv, name: str, depth: int = 0) -> str:
 #: The ``<cstdint>``/``<cstddef>`` integer names a kernel may write with ``std::`` or ``::`` before them.
 _STD_INTEGERS = frozenset({"size_t", "ptrdiff_t", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t",
                            "int64_t", "uint64_t", "intptr_t", "uintptr_t"})
+#: The ``<cstdint>``/``<cstddef>`` names of 64-bit integers on the LP64 hosts nvcc builds for.
+_WIDE_STD = frozenset({"size_t", "ptrdiff_t", "ssize_t", "int64_t", "uint64_t", "intptr_t", "uintptr_t"})
 #: Qualifiers that do not change which type a name is (``const I`` is an ``I``).
 _QUALIFIERS = frozenset({"const", "volatile", "__restrict__", "__restrict", "restrict"})
 
@@ -179,6 +181,17 @@ class TypeEnv:
             bare = got.removeprefix("::").removeprefix("std::")
             self._seen[name] = bare if bare in _STD_INTEGERS else got
         return self._seen[name]
+
+    def is_wide_integer(self, written: str | None) -> bool:
+        """``written`` names a 64-bit integer type once aliases are followed (:meth:`resolve`): ``long long``,
+        ``int64_t``, ``size_t``, ``ptrdiff_t``, ``long`` (64-bit on the LP64 hosts nvcc builds for) in any
+        spelling (``long long int``, ``unsigned long``, ``std::size_t``, ``I`` after ``typedef int64_t I;``).
+        ``False`` for a 32-bit or narrower integer, for ``auto``, a template parameter, or a name not resolved:
+        a caller that needs a counter that cannot wrap then widens it, which is right for any of them.
+        Idea source: the LP64 data model (System V AMD64 ABI, "Fundamental Types"); C11 7.20.1.1."""
+        name = self.resolve(written)
+        core = [w for w in name.split() if w not in ("signed", "unsigned", "int")]
+        return core in (["long"], ["long", "long"]) or name in _WIDE_STD
 
     def is_template(self, written: str | None) -> bool:
         """``written`` names one of the kernel's template parameters (through an alias too: ``using I = T;``)."""

@@ -7,7 +7,7 @@ import pytest
 
 from htam_core.source.analysis.constants import ConstEnv
 from htam_core.source.analysis.syntax import parse
-from htam_core.source.analysis.types import resolve_type
+from htam_core.source.analysis.types import TypeEnv, resolve_type
 from tests.source.analysis.conftest import facts_of_text
 
 ALIASES = """
@@ -91,3 +91,25 @@ void launch_add(const float *a, const float *b, float *c, int n) { CALLS }
     direct = text.replace("add_kernel<T, kBlock>", "add_kernel<float, kBlock>").replace("CALLS", "add(a, b, c, n);")
     f = facts_of_text(direct, "add_kernel")
     assert f.pointers[0].value_type == "float"
+
+
+WIDE_ALIASES = b"""
+typedef int64_t I;
+using J = std::size_t;
+typedef unsigned U;
+typedef I K;
+"""
+
+
+@pytest.mark.parametrize(("written", "wide"), [
+    ("long long", True), ("unsigned long long int", True), ("const long long", True), ("long", True),
+    ("unsigned long", True), ("long int", True), ("int64_t", True), ("std::int64_t", True), ("size_t", True),
+    ("ptrdiff_t", True), ("uint64_t", True), ("I", True), ("J", True), ("K", True),
+    ("int", False), ("unsigned", False), ("unsigned int", False), ("const int", False), ("U", False),
+    ("int32_t", False), ("short", False), ("auto", False), ("T", False), ("", False), (None, False),
+])
+def test_is_wide_integer_reads_64_bit_integers_through_aliases(written, wide):
+    """The fact a grid-stride loop's writer asks (a 32-bit counter wraps near the top of its type): 64-bit integer
+    types in any spelling and through ``typedef``/``using``; 32-bit ones, ``auto`` and template parameters are not."""
+    env = TypeEnv(ConstEnv(WIDE_ALIASES, parse(WIDE_ALIASES, "cuda").root_node), frozenset({"T"}))
+    assert env.is_wide_integer(written) is wide
