@@ -55,6 +55,13 @@ MAX_INPUT_SET_BYTES = 1 << 38
 INITS: tuple[str, ...] = ("randn", "rand", "zeros", "ones", "empty", "arange", "randint", "scratch", "offsets")
 
 
+def reference_failed(message: str) -> bool:
+    """Whether a worker's ``message`` says the harness's reference expression could not be evaluated
+    (``HarnessError: reference = '...' could not be evaluated: ...``, from the runner): a fault of the harness,
+    never of the kernel, which the caller must not report as "the starting kernel failed"."""
+    return "reference = " in message and "could not be evaluated" in message
+
+
 class HarnessError(Exception):
     """A harness is missing or wrong.
 

@@ -731,6 +731,12 @@ def _reference(path: Path, rec: dict[str, Any], sets: list[_Set], ran: list[dict
         if a.get("expression") and 0 <= a["call"] < len(rec_calls) and rec_calls[a["call"]] in [c for c, _ in sets]:
             by_call.setdefault(a["call"], {}).setdefault(a["output"], a)
     full = next((v for v in by_call.values() if len(v) >= n_out), None)
+    rec_asserts = [a for a in rec.get("asserts") or [] if 0 <= a["call"] < len(rec_calls)
+                   and rec_calls[a["call"]] in [c for c, _ in sets]]
+    unsteady = [w for p in (full or {}).values() if (w := _unsteady_assert(p, rec_asserts))]
+    if unsteady:
+        notes.extend(unsteady)
+        full = None
     if full:
         parts = [full[j] for j in range(n_out)]
         reference = parts[0]["expression"] if n_out == 1 else "(" + ", ".join(p["expression"] for p in parts) + ")"
@@ -765,6 +771,25 @@ def _reference(path: Path, rec: dict[str, Any], sets: list[_Set], ran: list[dict
         if not r.get("ok"):
             notes.append(f"{r['name']}() not used as the reference: {r['why']}")
     return reference, ref_globals, ref_note, atol, rtol
+
+
+def _unsteady_assert(part: dict[str, Any], asserts: list[dict[str, Any]]) -> str | None:
+    """Why the assert ``part`` (one call's rewritten reference) cannot stand for every recorded call, else ``None``:
+    the same assert line rewritten in another recorded call reads differently (a number of the program, such as a
+    loop's size, was frozen into it) or could not be rewritten there. Then the reference is not used and this one
+    line says why: a harness whose reference fails on its other input sets would make the starting kernel look
+    broken."""
+    same = [a for a in asserts if (a.get("file"), a.get("line"), a.get("output"))
+            == (part.get("file"), part.get("line"), part.get("output"))]
+    other = next((a for a in same if a.get("expression") != part["expression"]), None)
+    if other is None:
+        return None
+    if other.get("expression") is None:
+        return (f"assert at line {part['line']} not used as the reference: it could not be rewritten for every "
+                f"recorded call ({other.get('why') or 'no reason recorded'})")
+    return (f"assert at line {part['line']} not used as the reference: it reads {part['expression']!r} in one "
+            f"recorded call and {other['expression']!r} in another (a number of the program, such as a loop's "
+            "size, that could not be tied to the call's own arguments)")
 
 
 def _file_kernel_language(path: Path, kernel: str) -> str:
