@@ -102,6 +102,8 @@ class InputSpec:
         value: a scalar's value: a number or an expression over the size symbols (``"N"``).
         low, high: range for ``init = "randint"`` (``high`` exclusive) and ``"rand"``; for ``"offsets"`` the first
             and the last value (``high`` included: the length of the buffers the offsets point into).
+            For ``randint`` and ``"offsets"``, ``high`` may be an expression over the size symbols (``"V"``: indices
+            into a dimension of ``V`` elements), so the range follows the size it indexes in every input set.
         scale: multiplier applied to ``randn``/``rand`` values.
     """
 
@@ -111,7 +113,7 @@ class InputSpec:
     init: str | None = "randn"
     value: float | int | str | None = None
     low: float = 0
-    high: float = 1
+    high: float | str = 1
     scale: float = 1.0
 
     @property

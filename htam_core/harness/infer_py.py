@@ -639,7 +639,8 @@ def _tensor_input(wrapper: str, n: str, d: dict[str, Any], shape: list[int | str
     if dtype == "bool":
         spec = InputSpec(n, dtype, shape, "randint", low=0, high=2)
     elif dtype.startswith(("int", "uint")):
-        spec = InputSpec(n, dtype, shape, "randint", low=int(lo), high=int(hi) + 1)
+        low, high = _integer_range(n, sets, notes)
+        spec = InputSpec(n, dtype, shape, "randint", low=low, high=high)
     elif lo >= 0 and hi > lo:
         spec = InputSpec(n, dtype, shape, "rand", low=0, high=_round_up(float(hi)))
     else:
@@ -648,6 +649,42 @@ def _tensor_input(wrapper: str, n: str, d: dict[str, Any], shape: list[int | str
         notes.append(f"{n} was not contiguous in a recorded call (strides {d['stride']}); the harness "
                      "gives contiguous tensors")
     return spec
+
+
+def _integer_range(n: str, sets: list[_Set], notes: list[str]) -> tuple[int, int | str]:
+    """``(low, high)`` of ``randint`` for the integer tensor parameter ``n`` from each recorded call's OWN range,
+    never pooled over the calls (targets up to 3000 recorded for ``V = 3001`` are out of bounds for ``V = 100``):
+
+    * when every call's values lie in ``[0, S)`` for a size symbol ``S`` of that call, they are indices into a
+      dimension of ``S``: the range is ``[0, "S")`` (the smallest such symbol; 0 is a valid index even where the
+      few recorded values missed it), so each input set, a scaled one too, draws inside the size it indexes and
+      nothing else scales the range;
+    * otherwise the range every call had, ``[max of the lows, min of the highs]`` (valid in each call), with a
+      note when the calls disagree.
+
+    The CUDA side bounds an index by the buffer it reads (:mod:`htam_core.harness.int_ranges`); here the recorded
+    calls show the bound. ``sets``: the kept calls with their size symbols' values.
+    """
+    rng = [(int(c["params"][n].get("min", 0)), int(c["params"][n].get("max", 0))) for c, _ in sets
+           if "min" in c["params"][n]]
+    if not rng:
+        return 0, 2
+    low = min(lo for lo, _ in rng)
+    if low >= 0:
+        fits = [s for s in sets[0][1] if isinstance(sets[0][1][s], int) and all(
+            "min" not in c["params"][n] or c["params"][n]["max"] < int(sv.get(s, 0)) for c, sv in sets)]
+        if fits:
+            sym = min(fits, key=lambda s: (sum(int(sv[s]) for _, sv in sets), s))
+            notes.append(f"{n} holds indices below {sym} in every recorded call: randint over [0, {sym}) of "
+                         "each input set")
+            return 0, sym
+    lo_all, hi_all = max(lo for lo, _ in rng), min(hi for _, hi in rng)
+    if lo_all > hi_all:  # the calls' ranges do not meet: the first recorded call's own
+        lo_all, hi_all = rng[0]
+    if len(set(rng)) > 1:
+        notes.append(f"{n}: the recorded calls' integer ranges differ and none follows a size; randint over "
+                     f"[{lo_all}, {hi_all + 1}), the range every call had")
+    return lo_all, hi_all + 1
 
 
 def _outputs(path: Path, kernel: str, wrapper: str, model: Any, names: list[str], inputs: list[InputSpec],
