@@ -181,11 +181,22 @@ def _scope_nodes(scope: ast.AST) -> list[ast.AST]:
 
 
 def _last_assignment(scope: ast.AST, name: str, before: int) -> ast.expr | None:
+    """The expression last assigned to ``name`` before line ``before`` in ``scope`` itself (never inside a function
+    or class defined in it: the kernel's ``a = tl.load(...)`` is not the ``__main__``'s ``a``), following tuple
+    unpacking: ``a, b = x.chunk(2, -1)`` gives ``a`` as ``(x.chunk(2, -1))[0]``; ``None`` when there is none (or
+    the name is bound through a starred target)."""
     value, at = None, -1
-    for n in ast.walk(scope):
-        if isinstance(n, ast.Assign) and n.lineno < before and n.lineno > at:
-            if any(isinstance(t, ast.Name) and t.id == name for t in n.targets):
+    for n in _scope_nodes(scope):
+        if not (isinstance(n, ast.Assign) and at < n.lineno < before):
+            continue
+        for t in n.targets:
+            if isinstance(t, ast.Name) and t.id == name:
                 value, at = n.value, n.lineno
+            elif isinstance(t, ast.Tuple | ast.List) and not any(isinstance(e, ast.Starred) for e in t.elts):
+                k = next((i for i, e in enumerate(t.elts) if isinstance(e, ast.Name) and e.id == name), None)
+                if k is not None:
+                    value = ast.Subscript(n.value, ast.Constant(k), ast.Load())
+                    at = n.lineno
     return value
 
 
@@ -363,7 +374,8 @@ def _pair_assert(rec: _Recorder, fname: str, a: Any, b: Any, kw: dict[str, Any],
         new = _rewrite(expr, scope, frame.f_lineno, live["mapping"], frame.f_locals, frame.f_globals, needs,
                        inputs=live["inputs"])
     except _Unresolvable as e:
-        entry["why"] = f"{ast.unparse(expr)} uses {e.args[0]!r}, which is not an argument of {rec.wrapper}"
+        entry["why"] = (f"{ast.unparse(expr)} uses {e.args[0]!r}, which the recording could not express over the "
+                        f"arguments of {rec.wrapper}() (no assignment of it in the assert's scope)")
         return
     text = ast.unparse(new)
     entry["expression_source"] = ast.unparse(expr)
