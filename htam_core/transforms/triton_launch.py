@@ -113,12 +113,12 @@ def grid_follows(unit: TritonUnit, launch: TLaunch, s: BlockSetting) -> tuple[bo
 
 
 def loops_over_block(unit: TritonUnit, param: str) -> bool:
-    """True when the kernel has ``for ... in range(a, b, PARAM)`` (it covers the dimension by looping)."""
-    for c in unit.calls(unit.body, "range") + unit.calls(unit.body, "tl.range"):
-        args = c.child_by_field_name("arguments").named_children
-        if len(args) >= 3 and unit.t(args[2]) == param:
-            return True
-    return False
+    """True when the kernel covers a dimension by looping over tiles of ``param`` whatever its value (the analysis
+    layer's :meth:`~htam_core.source.analysis.facts.TritonFacts.loops_over_block`: ``range(0, N, PARAM)``, or
+    ``for t in tl.static_range(NUM_TILES)`` over ``t * PARAM + tl.arange(0, PARAM)`` with ``NUM_TILES`` recomputed
+    by ``@triton.heuristics``)."""
+    tf = unit.facts.triton
+    return tf is not None and tf.loops_over_block(param)
 
 
 def old_value_words(param: str, value: int) -> list[str]:
