@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from htam_core.harness.base import DTYPES, MOVED_NOTE, Harness, HarnessError, InputSpec
+from htam_core.harness.base import DTYPES, MOVED_NOTE, SCALED_NOTE, Harness, HarnessError, InputSpec
 from htam_core.harness.foreign import ForeignLauncher, foreign_launcher, foreign_launches, launcher_def
 from htam_core.harness.pysource import parse_failure, read_py_facts
 from htam_core.harness.pywrapper import wrapper_function
@@ -291,11 +291,15 @@ def _max_tensor(call: dict[str, Any]) -> tuple[int, int]:
     return best
 
 
-def _scaled(values: dict[str, int], shape_syms: set[str], call: dict[str, Any]) -> dict[str, int] | None:
+def _scaled(values: dict[str, int], shape_syms: set[str], call: dict[str, Any],
+            held: int = 0) -> dict[str, int] | None:
+    """``values`` with the ``shape_syms`` scaled so the largest tensor of ``call`` reaches about
+    :data:`GPU_TARGET_NUMEL` elements (ratios kept; ``held``: how many of its dimensions stay as recorded, so the
+    others grow more), or ``None`` when it is large enough already or nothing changes."""
     numel, rank = _max_tensor(call)
     if numel >= SCALE_BELOW_NUMEL or numel == 0:
         return None
-    f = (GPU_TARGET_NUMEL / numel) ** (1.0 / rank)
+    f = (GPU_TARGET_NUMEL / numel) ** (1.0 / max(1, rank - held))
     out = dict(values)
     for s in shape_syms:
         v = int(values[s])
@@ -392,6 +396,19 @@ def buffer_modes(path: Path, kernel: str, wrapper: str, model: Any = None) -> di
     return {a: m for a, m in out.items() if a not in clash}
 
 
+def unroll_sizes(path: Path, kernel: str, model: Any = None) -> set[str]:
+    """The names the launches of ``kernel`` read in arguments that set a ``tl.static_range`` unroll count (the
+    analysis layer's :attr:`~htam_core.source.analysis.facts.TritonFacts.unroll_feeds`: ``N`` of ``NUM_TILES =
+    cdiv(args["N"], args["BLOCK_N"])``): sizes the timed set must not scale, or the compile unrolls the loop body
+    hundreds of times. Never raises: a file the source layer cannot read gives ``set()``."""
+    try:
+        model = model or load(str(path))
+        tf = analyze(model, model.kernel(kernel)).triton
+    except Exception:  # noqa: BLE001 - no facts: nothing is held back
+        return set()
+    return set(tf.unroll_feeds) if tf is not None else set()
+
+
 class _NoHarness(Exception):
     """A step of :func:`build` found the recording cannot give a harness; ``args[0]`` says why."""
 
@@ -437,7 +454,7 @@ def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str
         outputs = _outputs(path, kernel, wrapper, model, names, inputs, ran, notes)
     except _NoHarness as e:
         return Inference(None, str(e.args[0]), rec)
-    timed, interp = _size_sets(sets, shape_syms, notes)
+    timed, interp = _size_sets(sets, shape_syms, notes, held=unroll_sizes(path, kernel, model) & shape_syms)
     reference, ref_globals, ref_note, atol, rtol = _reference(path, rec, sets, ran, outputs, notes)
     if rec.get("device_mapped"):
         notes.append('device="cuda" in the file was mapped to the CPU for recording (no GPU here)')
@@ -726,11 +743,13 @@ def _outputs(path: Path, kernel: str, wrapper: str, model: Any, names: list[str]
     return outputs
 
 
-def _size_sets(sets: list[_Set], shape_syms: set[str],
-               notes: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _size_sets(sets: list[_Set], shape_syms: set[str], notes: list[str],
+               held: set[str] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The timed sets (the largest first, scaled up to a GPU-sized problem when small, then every other distinct
     set: results cached across calls or hard-wired to one shape fail there) and the interpreter's sets (the
-    :data:`MAX_INTERPRET_SETS` smallest that ran)."""
+    :data:`MAX_INTERPRET_SETS` smallest that ran). ``held``: size symbols kept at their recorded value when
+    scaling (they set a ``tl.static_range`` unroll count: :func:`unroll_sizes`), with a note."""
+    held = held or set()
     by_size = sorted(sets, key=lambda cs: _tensor_numel(cs[0]))
     uniq: list[_Set] = []
     for c, sv in by_size:
@@ -738,11 +757,15 @@ def _size_sets(sets: list[_Set], shape_syms: set[str],
             uniq.append((c, sv))
     big_c, big = uniq[-1]
     timed: list[dict[str, Any]] = [big] + [sv for _, sv in reversed(uniq[:-1])]
-    scaled = _scaled({k: int(v) for k, v in big.items()}, shape_syms, big_c)
+    scaled = _scaled({k: int(v) for k, v in big.items()}, shape_syms - held, big_c, len(held))
+    if held and scaled is not None:
+        notes.append(f"{', '.join(sorted(held))} not scaled for the timed set: it sets a tl.static_range unroll "
+                     "count of the kernel, and a larger value unrolls more copies of the loop body at compile time")
     if scaled is not None:
         timed = [scaled, *timed]
         shown = {s: f"{big[s]}->{scaled[s]}" for s in sorted(shape_syms) if big[s] != scaled[s]}
-        notes.append("timed set scaled up to a GPU-sized problem (rank and ratios kept): "
+        kept = f"rank kept, {', '.join(sorted(held))} as recorded" if held else "rank and ratios kept"
+        notes.append(f"{SCALED_NOTE} ({kept}): "
                      + ", ".join(f"{k} {v}" for k, v in shown.items()))
     ran_sets: list[dict[str, Any]] = [sv for c, sv in uniq if c.get("ran")]
     interp = ran_sets[:MAX_INTERPRET_SETS]

@@ -1117,6 +1117,11 @@ class TritonFacts:
             ``for t in tl.static_range(NUM_TILES)`` loop) and whether its extent follows any value of that block (a
             runtime ``range`` bound, or a tile count that ``@triton.heuristics`` recomputes from the block), so a
             different block still covers the row.
+        unroll_feeds: the names the launches read (``N``, ``n_cols``) in the arguments that set a
+            ``tl.static_range`` trip count: the count itself when the launch passes it (``TILES=triton.cdiv(n_cols,
+            BLOCK)``), or what ``@triton.heuristics`` computes it from (``NUM_TILES: cdiv(args["N"], ...)``, the
+            launch's argument for ``N``). A larger value of such a name unrolls more copies of the loop body at
+            compile time, so the harness does not scale the sizes they stand for.
         switch_values: the string literals each ``tl.constexpr`` parameter is compared with by ``==`` / ``!=``
             in the body (``if ACTIVATION == "silu":``), ``((name, (value, ...)), ...)`` in first-use order: the
             values a string switch takes.
@@ -1141,6 +1146,7 @@ class TritonFacts:
     pointer_types: tuple[TritonPointerType, ...] = ()
     switch_values: tuple[tuple[str, tuple[str, ...]], ...] = ()
     tile_blocks: tuple[tuple[int, str, bool], ...] = ()
+    unroll_feeds: tuple[str, ...] = ()
 
     def loops_over_block(self, param: str) -> bool:
         """The kernel covers a dimension by looping over tiles of ``param`` whatever its value

@@ -356,7 +356,8 @@ def triton_facts(psrc: PythonSource, kernel: Kernel) -> KernelFacts:
                      tile_params=_tile_params(psrc, kernel),
                      pointer_types=pointer_types(psrc, [p.name for p in kernel.params if p.is_pointer],
                                                  pointer_resolver(psrc, kernel, assigns)),
-                     switch_values=_switch_values(psrc, kernel), tile_blocks=tuple(tile_blocks))
+                     switch_values=_switch_values(psrc, kernel), tile_blocks=tuple(tile_blocks),
+                     unroll_feeds=_unroll_feeds(psrc, kernel, loops, [c for c, _ in sites]))
     online = tuple(OnlineStat(lp.id, m, s, lp.line) for lp, n in loops for m, s in online_pairs(n, src))
     return KernelFacts(kernel.name, kernel.language, consts, tuple(lp for lp, _ in loops), (), tuple(pointers),
                        (), launches, tf, online_stats=online)
@@ -395,6 +396,28 @@ def _tile_loops(psrc: PythonSource, kernel: Kernel, loops: list[tuple[LoopFact, 
             follows = bool(count) and all(block in heur.get(c, ()) for c in count)
             tile_blocks.append((lp.id, block, follows))
     return tile_loops, tile_blocks
+
+
+def _unroll_feeds(psrc: PythonSource, kernel: Kernel, loops: list[tuple[LoopFact, Node]],
+                  calls: list[Node]) -> tuple[str, ...]:
+    """:attr:`TritonFacts.unroll_feeds`: the names read by the launch arguments that set a ``tl.static_range``
+    count (directly, or through the ``@triton.heuristics`` function that computes the count), in first-use order."""
+    src = psrc.src
+    heur = _heuristics_reads(psrc)
+    params: list[str] = []
+    for lp, node in loops:
+        header = _range_names(psrc, node) if lp.kind == "static_range" else None
+        for c in sorted(set().union(*header)) if header is not None else []:
+            if c not in kernel.constexpr_params:
+                continue
+            params.extend(r for r in heur.get(c, (c,)) if r in {p.name for p in kernel.params})
+    out: list[str] = []
+    for p in dict.fromkeys(params):
+        for call in calls:
+            arg = launch_argument(call, kernel, p, src)
+            if arg is not None:
+                out.extend(text(i, src) for i in [arg, *of_type(arg, "identifier")] if i.type == "identifier")
+    return tuple(dict.fromkeys(out))
 
 
 def _tile_index_block(psrc: PythonSource, kernel: Kernel, var: str | None, body: Node | None) -> str | None:
