@@ -54,7 +54,7 @@ from htam_core.source.analysis import analyze
 from htam_core.types.language import traits
 
 #: Version of the recording format; part of the cache key.
-RECORD_VERSION = 4  # 4: the interpreter reads every constexpr spelling (a cached failure is recorded again)
+RECORD_VERSION = 5  # 5: a size local of the reference tied to the call's shapes, names looked up in the assert's scope
 #: Largest tensor of the timed set, elements, after scaling a small recorded call up (16 Mi elements).
 GPU_TARGET_NUMEL = 1 << 24
 #: A recorded call whose largest tensor holds fewer elements than this is scaled up for the GPU.
