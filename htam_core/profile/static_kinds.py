@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from htam_core.harness.base import Harness, unscaled
-from htam_core.harness.launch_values import recorded_constexprs, recorded_pointer_dtypes
+from htam_core.harness.launch_values import recorded_constexprs, recorded_kernel_args, recorded_pointer_dtypes
 from htam_core.profile import static_cuda as sc
 from htam_core.profile.occupancy import arch_limits, theoretical_occupancy
 from htam_core.profile.static_roofline import sizes_of
@@ -357,7 +357,8 @@ def _compile_at_harness_sizes(model: Any, kernel: Any, target: str, cache: Compi
         return compile_triton_kernel(model, kernel, target=target, constexprs=constexprs, cache=cache,
                                      recorded=recorded_constexprs(h, model.text, kernel),
                                      recorded_from=harness_label(h),
-                                     recorded_pointers=recorded_pointer_dtypes(h, model.text, kernel))
+                                     recorded_pointers=recorded_pointer_dtypes(h, model.text, kernel),
+                                     recorded_args=recorded_kernel_args(h, model.text, kernel))
     try:
         return compile_with(harness), None
     except ProfileError as exc:

@@ -85,6 +85,7 @@ def test_a_compile_timeout_at_a_scaled_set_is_retried_at_the_recorded_size(tmp_p
 
     monkeypatch.setattr(static_kinds, "recorded_constexprs", fake_recorded)
     monkeypatch.setattr(static_kinds, "recorded_pointer_dtypes", lambda *a: {})
+    monkeypatch.setattr(static_kinds, "recorded_kernel_args", lambda *a: {})
     monkeypatch.setattr(static_kinds, "compile_triton_kernel", fake_compile)
     kernel = type("K", (), {"name": "rms_kernel"})()
     v, said = static_kinds._compile_at_harness_sizes(type("M", (), {"text": KERNEL})(), kernel, "sm_90", None, None,
