@@ -55,6 +55,31 @@ MAX_INPUT_SET_BYTES = 1 << 38
 INITS: tuple[str, ...] = ("randn", "rand", "zeros", "ones", "empty", "arange", "randint", "scratch", "offsets")
 
 
+#: The start of the note an inferred harness carries when its first timed set is the largest recorded one scaled up
+#: to a GPU-sized problem (:func:`htam_core.harness.infer_py.build`).
+SCALED_NOTE = "timed set scaled up to a GPU-sized problem"
+
+
+def unscaled(h: Harness) -> Harness | None:
+    """``h`` without the scaled-up timed set that inference put first (:data:`SCALED_NOTE`), so its first set is
+    the largest recorded one; ``None`` when ``h`` has no scaled set. For a compile or run that fails only at the
+    scaled size (a ``tl.static_range`` unrolled hundreds of times), retried at the size the program was written
+    for."""
+    import dataclasses
+
+    if len(h.sizes) < 2 or not any(n.startswith(SCALED_NOTE) for n in h.notes):
+        return None
+    notes = [n for n in h.notes if not n.startswith(SCALED_NOTE)]
+    return dataclasses.replace(h, sizes=list(h.sizes[1:]), notes=notes)
+
+
+def reference_failed(message: str) -> bool:
+    """Whether a worker's ``message`` says the harness's reference expression could not be evaluated
+    (``HarnessError: reference = '...' could not be evaluated: ...``, from the runner): a fault of the harness,
+    never of the kernel, which the caller must not report as "the starting kernel failed"."""
+    return "reference = " in message and "could not be evaluated" in message
+
+
 class HarnessError(Exception):
     """A harness is missing or wrong.
 
@@ -95,6 +120,8 @@ class InputSpec:
         value: a scalar's value: a number or an expression over the size symbols (``"N"``).
         low, high: range for ``init = "randint"`` (``high`` exclusive) and ``"rand"``; for ``"offsets"`` the first
             and the last value (``high`` included: the length of the buffers the offsets point into).
+            For ``randint`` and ``"offsets"``, ``high`` may be an expression over the size symbols (``"V"``: indices
+            into a dimension of ``V`` elements), so the range follows the size it indexes in every input set.
         scale: multiplier applied to ``randn``/``rand`` values.
     """
 
@@ -104,7 +131,7 @@ class InputSpec:
     init: str | None = "randn"
     value: float | int | str | None = None
     low: float = 0
-    high: float = 1
+    high: float | str = 1
     scale: float = 1.0
 
     @property

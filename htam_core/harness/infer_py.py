@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from htam_core.harness.base import DTYPES, MOVED_NOTE, Harness, HarnessError, InputSpec
+from htam_core.harness.base import DTYPES, MOVED_NOTE, SCALED_NOTE, Harness, HarnessError, InputSpec
 from htam_core.harness.foreign import ForeignLauncher, foreign_launcher, foreign_launches, launcher_def
 from htam_core.harness.pysource import parse_failure, read_py_facts
 from htam_core.harness.pywrapper import wrapper_function
@@ -54,7 +54,7 @@ from htam_core.source.analysis import analyze
 from htam_core.types.language import traits
 
 #: Version of the recording format; part of the cache key.
-RECORD_VERSION = 4  # 4: the interpreter reads every constexpr spelling (a cached failure is recorded again)
+RECORD_VERSION = 5  # 5: a size local of the reference tied to the call's shapes, names looked up in the assert's scope
 #: Largest tensor of the timed set, elements, after scaling a small recorded call up (16 Mi elements).
 GPU_TARGET_NUMEL = 1 << 24
 #: A recorded call whose largest tensor holds fewer elements than this is scaled up for the GPU.
@@ -291,11 +291,15 @@ def _max_tensor(call: dict[str, Any]) -> tuple[int, int]:
     return best
 
 
-def _scaled(values: dict[str, int], shape_syms: set[str], call: dict[str, Any]) -> dict[str, int] | None:
+def _scaled(values: dict[str, int], shape_syms: set[str], call: dict[str, Any],
+            held: int = 0) -> dict[str, int] | None:
+    """``values`` with the ``shape_syms`` scaled so the largest tensor of ``call`` reaches about
+    :data:`GPU_TARGET_NUMEL` elements (ratios kept; ``held``: how many of its dimensions stay as recorded, so the
+    others grow more), or ``None`` when it is large enough already or nothing changes."""
     numel, rank = _max_tensor(call)
     if numel >= SCALE_BELOW_NUMEL or numel == 0:
         return None
-    f = (GPU_TARGET_NUMEL / numel) ** (1.0 / rank)
+    f = (GPU_TARGET_NUMEL / numel) ** (1.0 / max(1, rank - held))
     out = dict(values)
     for s in shape_syms:
         v = int(values[s])
@@ -392,6 +396,19 @@ def buffer_modes(path: Path, kernel: str, wrapper: str, model: Any = None) -> di
     return {a: m for a, m in out.items() if a not in clash}
 
 
+def unroll_sizes(path: Path, kernel: str, model: Any = None) -> set[str]:
+    """The names the launches of ``kernel`` read in arguments that set a ``tl.static_range`` unroll count (the
+    analysis layer's :attr:`~htam_core.source.analysis.facts.TritonFacts.unroll_feeds`: ``N`` of ``NUM_TILES =
+    cdiv(args["N"], args["BLOCK_N"])``): sizes the timed set must not scale, or the compile unrolls the loop body
+    hundreds of times. Never raises: a file the source layer cannot read gives ``set()``."""
+    try:
+        model = model or load(str(path))
+        tf = analyze(model, model.kernel(kernel)).triton
+    except Exception:  # noqa: BLE001 - no facts: nothing is held back
+        return set()
+    return set(tf.unroll_feeds) if tf is not None else set()
+
+
 class _NoHarness(Exception):
     """A step of :func:`build` found the recording cannot give a harness; ``args[0]`` says why."""
 
@@ -437,7 +454,7 @@ def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str
         outputs = _outputs(path, kernel, wrapper, model, names, inputs, ran, notes)
     except _NoHarness as e:
         return Inference(None, str(e.args[0]), rec)
-    timed, interp = _size_sets(sets, shape_syms, notes)
+    timed, interp = _size_sets(sets, shape_syms, notes, held=unroll_sizes(path, kernel, model) & shape_syms)
     reference, ref_globals, ref_note, atol, rtol = _reference(path, rec, sets, ran, outputs, notes)
     if rec.get("device_mapped"):
         notes.append('device="cuda" in the file was mapped to the CPU for recording (no GPU here)')
@@ -639,7 +656,8 @@ def _tensor_input(wrapper: str, n: str, d: dict[str, Any], shape: list[int | str
     if dtype == "bool":
         spec = InputSpec(n, dtype, shape, "randint", low=0, high=2)
     elif dtype.startswith(("int", "uint")):
-        spec = InputSpec(n, dtype, shape, "randint", low=int(lo), high=int(hi) + 1)
+        low, high = _integer_range(n, sets, notes)
+        spec = InputSpec(n, dtype, shape, "randint", low=low, high=high)
     elif lo >= 0 and hi > lo:
         spec = InputSpec(n, dtype, shape, "rand", low=0, high=_round_up(float(hi)))
     else:
@@ -648,6 +666,42 @@ def _tensor_input(wrapper: str, n: str, d: dict[str, Any], shape: list[int | str
         notes.append(f"{n} was not contiguous in a recorded call (strides {d['stride']}); the harness "
                      "gives contiguous tensors")
     return spec
+
+
+def _integer_range(n: str, sets: list[_Set], notes: list[str]) -> tuple[int, int | str]:
+    """``(low, high)`` of ``randint`` for the integer tensor parameter ``n`` from each recorded call's OWN range,
+    never pooled over the calls (targets up to 3000 recorded for ``V = 3001`` are out of bounds for ``V = 100``):
+
+    * when every call's values lie in ``[0, S)`` for a size symbol ``S`` of that call, they are indices into a
+      dimension of ``S``: the range is ``[0, "S")`` (the smallest such symbol; 0 is a valid index even where the
+      few recorded values missed it), so each input set, a scaled one too, draws inside the size it indexes and
+      nothing else scales the range;
+    * otherwise the range every call had, ``[max of the lows, min of the highs]`` (valid in each call), with a
+      note when the calls disagree.
+
+    The CUDA side bounds an index by the buffer it reads (:mod:`htam_core.harness.int_ranges`); here the recorded
+    calls show the bound. ``sets``: the kept calls with their size symbols' values.
+    """
+    rng = [(int(c["params"][n].get("min", 0)), int(c["params"][n].get("max", 0))) for c, _ in sets
+           if "min" in c["params"][n]]
+    if not rng:
+        return 0, 2
+    low = min(lo for lo, _ in rng)
+    if low >= 0:
+        fits = [s for s in sets[0][1] if isinstance(sets[0][1][s], int) and all(
+            "min" not in c["params"][n] or c["params"][n]["max"] < int(sv.get(s, 0)) for c, sv in sets)]
+        if fits:
+            sym = min(fits, key=lambda s: (sum(int(sv[s]) for _, sv in sets), s))
+            notes.append(f"{n} holds indices below {sym} in every recorded call: randint over [0, {sym}) of "
+                         "each input set")
+            return 0, sym
+    lo_all, hi_all = max(lo for lo, _ in rng), min(hi for _, hi in rng)
+    if lo_all > hi_all:  # the calls' ranges do not meet: the first recorded call's own
+        lo_all, hi_all = rng[0]
+    if len(set(rng)) > 1:
+        notes.append(f"{n}: the recorded calls' integer ranges differ and none follows a size; randint over "
+                     f"[{lo_all}, {hi_all + 1}), the range every call had")
+    return lo_all, hi_all + 1
 
 
 def _outputs(path: Path, kernel: str, wrapper: str, model: Any, names: list[str], inputs: list[InputSpec],
@@ -689,11 +743,13 @@ def _outputs(path: Path, kernel: str, wrapper: str, model: Any, names: list[str]
     return outputs
 
 
-def _size_sets(sets: list[_Set], shape_syms: set[str],
-               notes: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _size_sets(sets: list[_Set], shape_syms: set[str], notes: list[str],
+               held: set[str] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The timed sets (the largest first, scaled up to a GPU-sized problem when small, then every other distinct
     set: results cached across calls or hard-wired to one shape fail there) and the interpreter's sets (the
-    :data:`MAX_INTERPRET_SETS` smallest that ran)."""
+    :data:`MAX_INTERPRET_SETS` smallest that ran). ``held``: size symbols kept at their recorded value when
+    scaling (they set a ``tl.static_range`` unroll count: :func:`unroll_sizes`), with a note."""
+    held = held or set()
     by_size = sorted(sets, key=lambda cs: _tensor_numel(cs[0]))
     uniq: list[_Set] = []
     for c, sv in by_size:
@@ -701,11 +757,15 @@ def _size_sets(sets: list[_Set], shape_syms: set[str],
             uniq.append((c, sv))
     big_c, big = uniq[-1]
     timed: list[dict[str, Any]] = [big] + [sv for _, sv in reversed(uniq[:-1])]
-    scaled = _scaled({k: int(v) for k, v in big.items()}, shape_syms, big_c)
+    scaled = _scaled({k: int(v) for k, v in big.items()}, shape_syms - held, big_c, len(held))
+    if held and scaled is not None:
+        notes.append(f"{', '.join(sorted(held))} not scaled for the timed set: it sets a tl.static_range unroll "
+                     "count of the kernel, and a larger value unrolls more copies of the loop body at compile time")
     if scaled is not None:
         timed = [scaled, *timed]
         shown = {s: f"{big[s]}->{scaled[s]}" for s in sorted(shape_syms) if big[s] != scaled[s]}
-        notes.append("timed set scaled up to a GPU-sized problem (rank and ratios kept): "
+        kept = f"rank kept, {', '.join(sorted(held))} as recorded" if held else "rank and ratios kept"
+        notes.append(f"{SCALED_NOTE} ({kept}): "
                      + ", ".join(f"{k} {v}" for k, v in shown.items()))
     ran_sets: list[dict[str, Any]] = [sv for c, sv in uniq if c.get("ran")]
     interp = ran_sets[:MAX_INTERPRET_SETS]
@@ -731,6 +791,12 @@ def _reference(path: Path, rec: dict[str, Any], sets: list[_Set], ran: list[dict
         if a.get("expression") and 0 <= a["call"] < len(rec_calls) and rec_calls[a["call"]] in [c for c, _ in sets]:
             by_call.setdefault(a["call"], {}).setdefault(a["output"], a)
     full = next((v for v in by_call.values() if len(v) >= n_out), None)
+    rec_asserts = [a for a in rec.get("asserts") or [] if 0 <= a["call"] < len(rec_calls)
+                   and rec_calls[a["call"]] in [c for c, _ in sets]]
+    unsteady = [w for p in (full or {}).values() if (w := _unsteady_assert(p, rec_asserts))]
+    if unsteady:
+        notes.extend(unsteady)
+        full = None
     if full:
         parts = [full[j] for j in range(n_out)]
         reference = parts[0]["expression"] if n_out == 1 else "(" + ", ".join(p["expression"] for p in parts) + ")"
@@ -765,6 +831,25 @@ def _reference(path: Path, rec: dict[str, Any], sets: list[_Set], ran: list[dict
         if not r.get("ok"):
             notes.append(f"{r['name']}() not used as the reference: {r['why']}")
     return reference, ref_globals, ref_note, atol, rtol
+
+
+def _unsteady_assert(part: dict[str, Any], asserts: list[dict[str, Any]]) -> str | None:
+    """Why the assert ``part`` (one call's rewritten reference) cannot stand for every recorded call, else ``None``:
+    the same assert line rewritten in another recorded call reads differently (a number of the program, such as a
+    loop's size, was frozen into it) or could not be rewritten there. Then the reference is not used and this one
+    line says why: a harness whose reference fails on its other input sets would make the starting kernel look
+    broken."""
+    same = [a for a in asserts if (a.get("file"), a.get("line"), a.get("output"))
+            == (part.get("file"), part.get("line"), part.get("output"))]
+    other = next((a for a in same if a.get("expression") != part["expression"]), None)
+    if other is None:
+        return None
+    if other.get("expression") is None:
+        return (f"assert at line {part['line']} not used as the reference: it could not be rewritten for every "
+                f"recorded call ({other.get('why') or 'no reason recorded'})")
+    return (f"assert at line {part['line']} not used as the reference: it reads {part['expression']!r} in one "
+            f"recorded call and {other['expression']!r} in another (a number of the program, such as a loop's "
+            "size, that could not be tied to the call's own arguments)")
 
 
 def _file_kernel_language(path: Path, kernel: str) -> str:

@@ -165,13 +165,85 @@ def _enclosing_function(tree: ast.Module, line: int) -> ast.AST:
     return best
 
 
+def _scope_nodes(scope: ast.AST) -> list[ast.AST]:
+    """The nodes of ``scope`` (a function, or the module) without those of the functions and classes defined in it:
+    a name of the launcher call's scope is never bound inside a nested ``def`` (a ``@triton.jit`` kernel's
+    ``a = tl.load(...)`` is not the ``__main__``'s ``a``)."""
+    out: list[ast.AST] = []
+    todo = list(ast.iter_child_nodes(scope))
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue
+        out.append(n)
+        todo.extend(ast.iter_child_nodes(n))
+    return out
+
+
 def _last_assignment(scope: ast.AST, name: str, before: int) -> ast.expr | None:
+    """The expression last assigned to ``name`` before line ``before`` in ``scope`` itself (never inside a function
+    or class defined in it: the kernel's ``a = tl.load(...)`` is not the ``__main__``'s ``a``), following tuple
+    unpacking: ``a, b = x.chunk(2, -1)`` gives ``a`` as ``(x.chunk(2, -1))[0]``; ``None`` when there is none (or
+    the name is bound through a starred target)."""
     value, at = None, -1
-    for n in ast.walk(scope):
-        if isinstance(n, ast.Assign) and n.lineno < before and n.lineno > at:
-            if any(isinstance(t, ast.Name) and t.id == name for t in n.targets):
+    for n in _scope_nodes(scope):
+        if not (isinstance(n, ast.Assign) and at < n.lineno < before):
+            continue
+        for t in n.targets:
+            if isinstance(t, ast.Name) and t.id == name:
                 value, at = n.value, n.lineno
+            elif isinstance(t, ast.Tuple | ast.List) and not any(isinstance(e, ast.Starred) for e in t.elts):
+                k = next((i for i, e in enumerate(t.elts) if isinstance(e, ast.Name) and e.id == name), None)
+                if k is not None:
+                    value = ast.Subscript(n.value, ast.Constant(k), ast.Load())
+                    at = n.lineno
     return value
+
+
+#: torch factories whose positional arguments (or one tuple/list argument, or ``size=``) are the tensor's shape.
+_SHAPE_FACTORIES = {"randn", "rand", "empty", "zeros", "ones", "full", "randint", "randperm", "arange"}
+
+
+def _factory_dims(value: ast.expr) -> list[ast.expr] | None:
+    """The shape arguments of a tensor factory call, seen through methods chained on it
+    (``torch.randn(M, N, device=d).to(torch.bfloat16)`` -> ``[M, N]``), else ``None``."""
+    call = value
+    while isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call):
+        call = call.func.value
+    if not isinstance(call, ast.Call) or _call_name(call.func) not in _SHAPE_FACTORIES:
+        return None
+    size = next((k.value for k in call.keywords if k.arg == "size"), None)
+    size = size or next((a for a in call.args if isinstance(a, ast.Tuple | ast.List)), None)
+    if isinstance(size, ast.Tuple | ast.List):
+        return list(size.elts)
+    if _call_name(call.func) in ("randint", "full", "arange"):  # their positional numbers are not a shape
+        return None
+    return list(call.args)
+
+
+def _size_source(name: str, value: int, scope: ast.AST, mapping: dict[str, str],
+                 inputs: dict[str, Any]) -> ast.expr | None:
+    """The recorded call's own expression for an integer local ``name`` (= ``value``) that stands for a size:
+    ``x.shape[1]`` when an argument of the call was made with ``name`` as its dimension 1 (``x = torch.randn(M,
+    N)``), else the first argument dimension equal to ``value`` (in the launcher's parameter order); ``None``
+    when no tensor argument has a dimension of that value (the number is not a size: it is inlined). A wrong tie
+    is caught across calls: the harness keeps an assert only when it reads the same in every recorded call.
+    """
+    shapes = {p: tuple(v.shape) for p, v in inputs.items() if hasattr(v, "shape") and hasattr(v, "dtype")}
+    for n in _scope_nodes(scope):
+        if not (isinstance(n, ast.Assign) and len(n.targets) == 1):
+            continue
+        param = mapping.get(ast.unparse(n.targets[0]))
+        dims = _factory_dims(n.value)
+        if param not in shapes or dims is None:
+            continue
+        for d, e in enumerate(dims):
+            if isinstance(e, ast.Name) and e.id == name and d < len(shapes[param]) and shapes[param][d] == value:
+                return ast.parse(f"{param}.shape[{d}]", mode="eval").body
+    for p, shape in shapes.items():
+        if value in shape:
+            return ast.parse(f"{p}.shape[{shape.index(value)}]", mode="eval").body
+    return None
 
 
 class _Unresolvable(Exception):
@@ -182,9 +254,16 @@ _KNOWN = {"torch", "F", "math"}
 
 
 def _rewrite(expr: ast.expr, scope: ast.AST, line: int, mapping: dict[str, str], f_locals: dict[str, Any],
-             f_globals: dict[str, Any], needs: set[str], depth: int = 0) -> ast.expr:
-    """``expr`` over the launcher's parameter names: mapped locals renamed, number locals inlined, other
-    locals replaced by the expression last assigned to them (depth 4); module names are kept (``needs``)."""
+             f_globals: dict[str, Any], needs: set[str], depth: int = 0,
+             inputs: dict[str, Any] | None = None) -> ast.expr:
+    """``expr`` over the launcher's parameter names: mapped locals renamed, a number local that stands for a size
+    tied to the recorded call's own shapes (:func:`_size_source`: a loop's ``N`` must not become the first call's
+    ``200``), other number locals inlined, other locals replaced by the expression last assigned to them (depth
+    4); module names are kept (``needs``). ``inputs``: the recorded call's arguments by parameter name.
+
+    Raises:
+        _Unresolvable: a name the rewrite cannot express over the call's arguments."""
+    inputs = inputs or {}
 
     class T(ast.NodeTransformer):
         def visit_Attribute(self, n: ast.Attribute) -> ast.AST:
@@ -208,6 +287,10 @@ def _rewrite(expr: ast.expr, scope: ast.AST, line: int, mapping: dict[str, str],
                 return n
             missing = object()
             v = f_locals.get(n.id, f_globals.get(n.id, missing))
+            if isinstance(v, int) and not isinstance(v, bool) and v > 1:
+                size = _size_source(n.id, v, scope, mapping, inputs)
+                if size is not None:
+                    return ast.copy_location(size, n)
             if isinstance(v, bool | int | float):
                 return ast.copy_location(ast.Constant(v), n)
             if isinstance(v, types.ModuleType | type) or (callable(v) and not hasattr(v, "shape")):
@@ -215,7 +298,7 @@ def _rewrite(expr: ast.expr, scope: ast.AST, line: int, mapping: dict[str, str],
                 return n
             assigned = _last_assignment(scope, n.id, line)
             if assigned is not None and depth < 4:
-                return _rewrite(assigned, scope, line, mapping, f_locals, f_globals, needs, depth + 1)
+                return _rewrite(assigned, scope, line, mapping, f_locals, f_globals, needs, depth + 1, inputs)
             raise _Unresolvable(n.id)
 
     return T().visit(ast.parse(ast.unparse(expr), mode="eval").body)
@@ -288,9 +371,11 @@ def _pair_assert(rec: _Recorder, fname: str, a: Any, b: Any, kw: dict[str, Any],
         entry["why"] = "the launcher was called in another function than the assert"
         return
     try:
-        new = _rewrite(expr, scope, frame.f_lineno, live["mapping"], frame.f_locals, frame.f_globals, needs)
+        new = _rewrite(expr, scope, frame.f_lineno, live["mapping"], frame.f_locals, frame.f_globals, needs,
+                       inputs=live["inputs"])
     except _Unresolvable as e:
-        entry["why"] = f"{ast.unparse(expr)} uses {e.args[0]!r}, which is not an argument of {rec.wrapper}"
+        entry["why"] = (f"{ast.unparse(expr)} uses {e.args[0]!r}, which the recording could not express over the "
+                        f"arguments of {rec.wrapper}() (no assignment of it in the assert's scope)")
         return
     text = ast.unparse(new)
     entry["expression_source"] = ast.unparse(expr)

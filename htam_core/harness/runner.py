@@ -310,13 +310,15 @@ def _make_spec_inputs(h: Harness, sizes: dict[str, Any], seed: int, scale: float
             t = (spec.low + (spec.high - spec.low) * torch.rand(shape, generator=gen, **kw)) * (spec.scale * scale)
             t = t.to(dtype)
         elif spec.init == "randint":
-            t = torch.randint(int(spec.low), int(spec.high), shape, generator=gen, dtype=torch.int64, **kw).to(dtype)
+            high = int(_eval(spec.high, ns, f"inputs.{spec.name}.high"))  # a size symbol: indices into that size
+            t = torch.randint(int(spec.low), high, shape, generator=gen, dtype=torch.int64, **kw).to(dtype)
         elif spec.init == "zeros":
             t = torch.zeros(shape, dtype=dtype, **kw)
         elif spec.init == "ones":
             t = torch.ones(shape, dtype=dtype, **kw)
         elif spec.init == "offsets":
-            t = offsets_tensor(shape, int(spec.low), int(spec.high), gen, device).to(dtype)
+            high = int(_eval(spec.high, ns, f"inputs.{spec.name}.high"))
+            t = offsets_tensor(shape, int(spec.low), high, gen, device).to(dtype)
         elif spec.init == "arange":
             t = torch.arange(math.prod(shape), **kw).reshape(shape).to(dtype)
         else:  # empty (an output buffer) or scratch (workspace): poisoned

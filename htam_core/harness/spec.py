@@ -327,6 +327,8 @@ def _parse_input(where: str, raw: Any, index: int) -> InputSpec:
     else:
         init = None
         _check_expr(f"{where}.inputs[{index}].value", value)
+    if isinstance(raw.get("high"), str):  # an expression over the sizes: indices into a dimension ("V")
+        _check_expr(f"{where}.inputs[{index}].high", raw["high"])
     return InputSpec(name=name, dtype=dtype, shape=shape, init=init, value=value,
                      low=raw.get("low", 0), high=raw.get("high", 1 if init not in ("randint", "offsets") else 100),
                      scale=float(raw.get("scale", 1.0)))

@@ -43,6 +43,7 @@ from htam_core.generate.errors import GenerationError, LLMCancelledError, LLMEnd
 from htam_core.generate.llm import CheckResult
 from htam_core.generate.registry import GenerationRequest
 from htam_core.harness import HarnessError, find_harness
+from htam_core.harness.base import reference_failed
 from htam_core.measure.stats import MIN_SPREAD, SPREAD_RULE, classify_gain, headline_geomean
 from htam_core.memory import (
     KnowledgeBase,
@@ -644,7 +645,12 @@ class _Loop:
         start_ev, start_path = self.evaluator.evaluate(self.start_text, START_LABEL, use_ncu=False, reuse=False)
         self._want_counters(self.start_text, start_ev, start_path)
         usable = bool(start_ev.ok) and start_ev.correct is not False
-        if not start_ev.ok:
+        ref_fault = next((m for m in start_ev.messages if reference_failed(m)), None)
+        if not start_ev.ok and ref_fault is not None:  # the harness is at fault, not the kernel
+            self.warnings.insert(0, "the harness's reference could not be evaluated, so no candidate was tried (the "
+                                 "starting kernel is not at fault; fix the reference in htam.toml or the program's "
+                                 "assert): " + _brief(ref_fault))
+        elif not start_ev.ok:
             self.warnings.insert(0, "the starting kernel failed, so no candidate was tried: "
                                  + "; ".join(_brief(m) for m in start_ev.messages[:3]))
         elif start_ev.correct is False:

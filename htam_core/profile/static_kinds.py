@@ -22,8 +22,8 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar
 
-from htam_core.harness.base import Harness, origin_dirs
-from htam_core.harness.launch_values import recorded_constexprs, recorded_pointer_dtypes
+from htam_core.harness.base import Harness, origin_dirs, unscaled
+from htam_core.harness.launch_values import recorded_constexprs, recorded_kernel_args, recorded_pointer_dtypes
 from htam_core.profile import static_cuda as sc
 from htam_core.profile.occupancy import arch_limits, theoretical_occupancy
 from htam_core.profile.static_roofline import sizes_of
@@ -381,6 +381,38 @@ class CudaInPythonProfiler(CudaProfiler):
         return source or "", offset, first_line
 
 
+def _compile_at_harness_sizes(model: Any, kernel: Any, target: str, cache: CompileCache,
+                              constexprs: dict[str, Any] | None,
+                              harness: Harness | None) -> tuple[dict[str, Any], str | None]:
+    """Compile Triton ``kernel`` with the constexprs its harness's first size set gives; when that compile times
+    out and the set is one inference scaled up (:func:`~htam_core.harness.base.unscaled`), compile again at the
+    largest recorded size, saying so: a size that sets a ``tl.static_range`` count unrolls far more at the scaled
+    size than the program was written for. Returns the compile result and that warning (``None`` when not
+    retried).
+
+    Raises:
+        ProfileError: the compile failed (and the retry, if any, failed too; its message says the set was
+            scaled)."""
+    def compile_with(h: Harness | None) -> dict[str, Any]:
+        return compile_triton_kernel(model, kernel, target=target, constexprs=constexprs, cache=cache,
+                                     recorded=recorded_constexprs(h, model.text, kernel),
+                                     recorded_from=harness_label(h),
+                                     recorded_pointers=recorded_pointer_dtypes(h, model.text, kernel),
+                                     recorded_args=recorded_kernel_args(h, model.text, kernel))
+    try:
+        return compile_with(harness), None
+    except ProfileError as exc:
+        small = unscaled(harness) if harness is not None and "(timeout)" in exc.message else None
+        if small is None:
+            raise
+        said = (f"the compile at the scaled-up timed set ({harness.sizes[0]}) timed out; the set was scaled by htam "
+                f"from the largest recorded call, so {kernel.name} was compiled again at that size ({small.sizes[0]})")
+        try:
+            return compile_with(small), said
+        except ProfileError as again:
+            raise ProfileError(f"{exc.message}; {said}, which failed too: {again.message}") from again
+
+
 @register
 class TritonProfiler(StaticProfiler):
     """Triton kernels: Triton's ahead-of-time compile for the target, its ptxas resource report."""
@@ -390,11 +422,10 @@ class TritonProfiler(StaticProfiler):
 
     def compiled(self, model: Any, kernel: Any, target: str, cache: CompileCache, *,
                  constexprs: dict[str, Any] | None, harness: Harness | None) -> Profile:
-        v = compile_triton_kernel(model, kernel, target=target, constexprs=constexprs, cache=cache,
-                                  recorded=recorded_constexprs(harness, model.text, kernel),
-                                  recorded_from=harness_label(harness),
-                                  recorded_pointers=recorded_pointer_dtypes(harness, model.text, kernel))
+        v, retried = _compile_at_harness_sizes(model, kernel, target, cache, constexprs, harness)
         p = Profile(kernel=kernel.name, mode="static", device=f"{target} (static)")
+        if retried:
+            p.warnings.append(retried)
         p.registers = int(v["registers"])
         p.spill_bytes = int(v["spill_store_bytes"]) + int(v["spill_load_bytes"])
         p.shared_bytes = int(v["shared_bytes"])

@@ -270,7 +270,8 @@ def compile_triton_kernel(model: Any, kernel: Any, *, target: str = "sm_90", con
                           signature: dict[str, str] | None = None, cache: CompileCache | None = None,
                           timeout_s: float = AOT_TIMEOUT_S, recorded: dict[str, Any] | None = None,
                           recorded_from: str = "harness",
-                          recorded_pointers: dict[str, str] | None = None) -> dict[str, Any]:
+                          recorded_pointers: dict[str, str] | None = None,
+                          recorded_args: dict[str, Any] | None = None) -> dict[str, Any]:
     """AOT-compile a Triton kernel of ``model`` and return :func:`triton_aot.compile_kernel`'s result.
 
     The file on disk is used when it holds ``model.text``; otherwise (an unsaved editor buffer) the
@@ -278,6 +279,7 @@ def compile_triton_kernel(model: Any, kernel: Any, *, target: str = "sm_90", con
     The result carries ``"cached": True`` when it came from the cache, and ``"pointer_sources"`` (where each
     pointer's element type came from: ``recorded_pointers``, the harness's dtypes, win over the kernel's use
     of its loaded values, :attr:`~htam_core.source.analysis.facts.TritonFacts.pointer_types`).
+    ``recorded_args``: the harness's values of the kernel's scalar arguments, for heuristics that read them.
 
     Raises:
         ProfileError: the model has neither a path nor text, or the compile failed (the message
@@ -288,6 +290,10 @@ def compile_triton_kernel(model: Any, kernel: Any, *, target: str = "sm_90", con
     req = build_request(kernel, constexprs=constexprs, signature=signature, text=model.text, recorded=recorded,
                         recorded_from=recorded_from, recorded_pointers=recorded_pointers,
                         used_pointers=used_pointer_types(model, kernel))
+    # the harness's values of the scalar arguments (N of the launcher's `M, N = x.shape`): a @triton.heuristics
+    # that reads them (NUM_TILES = cdiv(N, BLOCK_N)) gets the real count, not a fallback unrolled 1024 times
+    req["runtime_args"] = {**{k: v for k, v in (recorded_args or {}).items()
+                              if isinstance(v, bool | int | float)}, **req["runtime_args"]}
     cache = cache if cache is not None else CompileCache()
     qualname = getattr(kernel, "qualified_name", None) or kernel.name  # "Ops.scale": reached from the module
     key = content_key(kind="triton-aot", text=model.text, path=str(model.path), kernel=qualname,

@@ -113,12 +113,12 @@ def grid_follows(unit: TritonUnit, launch: TLaunch, s: BlockSetting) -> tuple[bo
 
 
 def loops_over_block(unit: TritonUnit, param: str) -> bool:
-    """True when the kernel has ``for ... in range(a, b, PARAM)`` (it covers the dimension by looping)."""
-    for c in unit.calls(unit.body, "range") + unit.calls(unit.body, "tl.range"):
-        args = c.child_by_field_name("arguments").named_children
-        if len(args) >= 3 and unit.t(args[2]) == param:
-            return True
-    return False
+    """True when the kernel covers a dimension by looping over tiles of ``param`` whatever its value (the analysis
+    layer's :meth:`~htam_core.source.analysis.facts.TritonFacts.loops_over_block`: ``range(0, N, PARAM)``, or
+    ``for t in tl.static_range(NUM_TILES)`` over ``t * PARAM + tl.arange(0, PARAM)`` with ``NUM_TILES`` recomputed
+    by ``@triton.heuristics``)."""
+    tf = unit.facts.triton
+    return tf is not None and tf.loops_over_block(param)
 
 
 def old_value_words(param: str, value: int) -> list[str]:
@@ -178,7 +178,8 @@ class TritonBlockSize(TritonTransform):
     def propose_unit(
         self, unit: TritonUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
-        """Candidates 128..4096 for a single block param; x2 and /2 per param for several."""
+        """Candidates 128..4096 for a single block param (nearest to 1024 first); x2, then /2, per param for several.
+        Each candidate's description says whether it raises or lowers the tile."""
         params = [p for p in kernel.constexpr_params if unit.is_block_param(p)]
         if not params:
             return self.not_applicable(f"{kernel.name} has no BLOCK_* constexpr parameter")
@@ -202,7 +203,7 @@ class TritonBlockSize(TritonTransform):
             if len(params) == 1:
                 choices = [v for v in BLOCK_CHOICES if v != s.value]
             else:
-                choices = [v for v in (s.value // 2, s.value * 2) if 16 <= v <= 4096]
+                choices = [v for v in (s.value * 2, s.value // 2) if 16 <= v <= 4096]  # raise first
             for v in choices:
                 edits = block_edits(unit, p, v)
                 if isinstance(edits, str):
@@ -212,7 +213,8 @@ class TritonBlockSize(TritonTransform):
                 out.append(
                     self.candidate(
                         model,
-                        f"launch {kernel.name} with {p}={v} (was {s.value}); the grid follows",
+                        f"launch {kernel.name} with {p}={v} (was {s.value}: {_direction(s.value, v)}); the grid "
+                        "follows",
                         {p: v, "previous": s.value},
                         edits,
                     )
@@ -220,6 +222,11 @@ class TritonBlockSize(TritonTransform):
         if not out:
             return self.not_applicable(reasons[0] if reasons else "no block size to change")
         return out
+
+
+def _direction(old: int, new: int) -> str:
+    """What a block change does, in words (the step retunes both ways: its candidates say which)."""
+    return "raises the per-program tile" if new > old else "lowers the per-program tile"
 
 
 def preferred_warps(block_elems: int | None) -> int:

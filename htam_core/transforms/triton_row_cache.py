@@ -138,10 +138,15 @@ class TritonRowInRegisters(TritonTransform):
         tf = unit.facts.triton
         if tf is None:
             return self.not_applicable(f"{kernel.name} has no Triton facts")
-        loops = [lp for lp in unit.facts.loops if lp.kind == "range" and lp.depth == 0]
+        loops = list(unit.facts.row_tile_loops())
         by_id = {t.loop: t for t in tf.loops}
         whys: list[str] = []
         for i, (a, b) in enumerate(zip(loops, loops[1:], strict=False)):
+            if a.kind != "range" or b.kind != "range":
+                whys.append(f"the loops over the row's tiles on lines {a.line} and {b.line} count tiles with "
+                            f"tl.{'static_range' if 'static_range' in (a.kind, b.kind) else a.kind}; the one-tile "
+                            "path is written for `range(0, N, BLOCK)` loops only")
+                continue
             ta, tb = by_id.get(a.id), by_id.get(b.id)
             if ta is None or tb is None or ta.header != tb.header:
                 whys.append(f"the loops on lines {a.line} and {b.line} walk different ranges")
@@ -186,7 +191,7 @@ class TritonRowInRegisters(TritonTransform):
                 continue
             return [self._candidate(unit, model, kernel, an, bn, n, block, var, dropped, i, [lp.line for lp in loops])]
         if not whys:
-            return self.not_applicable(f"{kernel.name} has {len(loops)} top-level loop(s) over the row; two passes "
+            return self.not_applicable(f"{kernel.name} has {len(loops)} top-level loop(s) over the row's tiles; two passes "
                                        "over the same column tiles are needed")
         return self.not_applicable(whys[0])
 

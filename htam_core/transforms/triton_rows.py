@@ -93,8 +93,11 @@ class TritonMultiRow(TritonTransform):
         flat = _flat_block_index(unit, tf, cols)
         if flat is not None:
             return self.not_applicable(f"the program id of {kernel.name} indexes blocks of {flat} elements, not rows")
-        if facts.loops:
+        if facts.row_tile_loops():
             return self.not_applicable(f"{kernel.name} loops over column tiles, so its rows are longer than one tile")
+        if facts.loops:
+            return self.not_applicable(f"{kernel.name} has a loop (line {facts.loops[0].line}), which several rows "
+                                       "per program would have to run per row")
         if tf.dots:
             return self.not_applicable(f"{kernel.name} calls tl.dot; it is a matmul tile, not a row kernel")
         if tf.tensor_shapes:

@@ -1181,6 +1181,16 @@ class TritonFacts:
             (``BLOCK_SIZE``, ``XBLOCK``, ``BS``), in parameter order.
         pointer_types: the pointer parameters whose element type the use of their loaded values shows
             (:class:`TritonPointerType`: integer index pointers), in parameter order; the others are not known.
+        tile_blocks: ``(loop id, block parameter, follows)`` of each tile loop: the ``tl.constexpr`` whose tiles
+            it walks (the step of ``range(0, N, BLOCK)``, or ``BLOCK`` of ``t * BLOCK + tl.arange(0, BLOCK)`` in a
+            ``for t in tl.static_range(NUM_TILES)`` loop) and whether its extent follows any value of that block (a
+            runtime ``range`` bound, or a tile count that ``@triton.heuristics`` recomputes from the block), so a
+            different block still covers the row.
+        unroll_feeds: the names the launches read (``N``, ``n_cols``) in the arguments that set a
+            ``tl.static_range`` trip count: the count itself when the launch passes it (``TILES=triton.cdiv(n_cols,
+            BLOCK)``), or what ``@triton.heuristics`` computes it from (``NUM_TILES: cdiv(args["N"], ...)``, the
+            launch's argument for ``N``). A larger value of such a name unrolls more copies of the loop body at
+            compile time, so the harness does not scale the sizes they stand for.
         switch_values: the string literals each ``tl.constexpr`` parameter is compared with by ``==`` / ``!=``
             in the body (``if ACTIVATION == "silu":``), ``((name, (value, ...)), ...)`` in first-use order: the
             values a string switch takes.
@@ -1204,6 +1214,13 @@ class TritonFacts:
     tile_params: tuple[str, ...] = ()
     pointer_types: tuple[TritonPointerType, ...] = ()
     switch_values: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    tile_blocks: tuple[tuple[int, str, bool], ...] = ()
+    unroll_feeds: tuple[str, ...] = ()
+
+    def loops_over_block(self, param: str) -> bool:
+        """The kernel covers a dimension by looping over tiles of ``param`` whatever its value
+        (:attr:`tile_blocks`): a different block keeps the coverage."""
+        return any(b == param and follows for _, b, follows in self.tile_blocks)
 
     def program_axes(self) -> tuple[int, ...]:
         """The ``tl.program_id`` axes used, sorted."""
@@ -1841,6 +1858,16 @@ class KernelFacts:
         """The access's element changes with ``var`` (a nonzero or non-affine stride)."""
         s = a.stride(var)
         return s is None or s != 0
+
+    def row_tile_loops(self) -> tuple[LoopFact, ...]:
+        """The top-level Triton tile loops (:attr:`TritonFacts.tile_loops` at depth 0): the passes of a row kernel
+        over its column tiles, whatever their spelling (``range(0, N, BLOCK)``, ``tl.range``, ``for t in
+        tl.static_range(NUM_TILES)`` with ``t * BLOCK + tl.arange(0, BLOCK)``). The one fact every row step reads
+        (row in registers, several rows per program, block size). Empty for CUDA kernels."""
+        tf = self.triton
+        if tf is None:
+            return ()
+        return tuple(lp for lp in self.loops if lp.id in tf.tile_loops and lp.depth == 0)
 
     def masked_tile_loops(self) -> tuple[LoopFact, ...]:
         """Triton tile loops (:attr:`TritonFacts.tile_loops`: a loop over a dimension in steps of a tile, the K

@@ -326,17 +326,7 @@ def triton_facts(psrc: PythonSource, kernel: Kernel) -> KernelFacts:
     axes = _axes(psrc, aff, assigns)
     loops = _loops(psrc, aff)
     reductions, memops, dots, math_calls = _calls(psrc, kernel, assigns)
-    arange_sizes = {a.size for a in axes if a.kind == "arange" and a.size is not None}
-    arange_vars = {a.name for a in axes if a.kind == "arange"}
-    tile_loops = []
-    for lp, node in loops:
-        body = node.child_by_field_name("body")
-        uses_tile = lp.var is not None and body is not None and any(
-            lp.var in {text(i, src) for i in of_type(a, "identifier")}
-            and any(text(i, src) in arange_vars or text(i, src) == "arange" for i in of_type(a, "identifier"))
-            for a in of_type(body, "assignment"))
-        if lp.step is not None and (lp.step in arange_sizes or uses_tile) and lp.step != 1:
-            tile_loops.append(lp.id)
+    tile_loops, tile_blocks = _tile_loops(psrc, kernel, loops, axes)
     pointers = []
     for p in kernel.params:
         # an atomic (tl.atomic_add) reads the value it updates: read-modify-write
@@ -366,10 +356,119 @@ def triton_facts(psrc: PythonSource, kernel: Kernel) -> KernelFacts:
                      tile_params=_tile_params(psrc, kernel),
                      pointer_types=pointer_types(psrc, [p.name for p in kernel.params if p.is_pointer],
                                                  pointer_resolver(psrc, kernel, assigns)),
-                     switch_values=_switch_values(psrc, kernel))
+                     switch_values=_switch_values(psrc, kernel), tile_blocks=tuple(tile_blocks),
+                     unroll_feeds=_unroll_feeds(psrc, kernel, loops, [c for c, _ in sites]))
     online = tuple(OnlineStat(lp.id, m, s, lp.line) for lp, n in loops for m, s in online_pairs(n, src))
     return KernelFacts(kernel.name, kernel.language, consts, tuple(lp for lp, _ in loops), (), tuple(pointers),
                        (), launches, tf, online_stats=online)
+
+
+def _tile_loops(psrc: PythonSource, kernel: Kernel, loops: list[tuple[LoopFact, Node]],
+                axes: tuple[TritonAxis, ...]) -> tuple[list[int], list[tuple[int, str, bool]]]:
+    """The tile loops (:attr:`TritonFacts.tile_loops`: stepping by an arange length, or combining the loop variable
+    with an arange: ``range(0, N, BLOCK)``, ``for t in tl.static_range(NUM_TILES)`` over ``t * BLOCK +
+    tl.arange(0, BLOCK)``) and their :attr:`TritonFacts.tile_blocks`."""
+    src = psrc.src
+    arange_sizes = {a.size for a in axes if a.kind == "arange" and a.size is not None}
+    arange_vars = {a.name for a in axes if a.kind == "arange"}
+    tile_loops = []
+    tile_blocks: list[tuple[int, str, bool]] = []
+    heur = _heuristics_reads(psrc)
+    for lp, node in loops:
+        body = node.child_by_field_name("body")
+        uses_tile = lp.var is not None and body is not None and any(
+            lp.var in {text(i, src) for i in of_type(a, "identifier")}
+            and any(text(i, src) in arange_vars or text(i, src) == "arange" for i in of_type(a, "identifier"))
+            for a in of_type(body, "assignment"))
+        block = _tile_index_block(psrc, kernel, lp.var, body) if uses_tile and lp.step == 1 else None
+        header = _range_names(psrc, node)
+        if lp.step is not None and (lp.step in arange_sizes or uses_tile) and lp.step != 1:
+            tile_loops.append(lp.id)
+            step = header[2] if header is not None else set()
+            if len(step) == 1 and (b := next(iter(step))) in kernel.constexpr_params:
+                bound = header[1] if header is not None else {b}
+                tile_blocks.append((lp.id, b, lp.kind == "range" and b not in bound
+                                    and not bound & set(kernel.constexpr_params)))
+        elif block is not None:  # for t in tl.static_range(NUM_TILES): c = t * BLOCK + tl.arange(0, BLOCK)
+            tile_loops.append(lp.id)
+            count = header[1] if header is not None else set()
+            # it follows the block only where every name of the count is recomputed from the block by the heuristic
+            follows = bool(count) and all(block in heur.get(c, ()) for c in count)
+            tile_blocks.append((lp.id, block, follows))
+    return tile_loops, tile_blocks
+
+
+def _unroll_feeds(psrc: PythonSource, kernel: Kernel, loops: list[tuple[LoopFact, Node]],
+                  calls: list[Node]) -> tuple[str, ...]:
+    """:attr:`TritonFacts.unroll_feeds`: the names read by the launch arguments that set a ``tl.static_range``
+    count (directly, or through the ``@triton.heuristics`` function that computes the count), in first-use order."""
+    src = psrc.src
+    heur = _heuristics_reads(psrc)
+    params: list[str] = []
+    for lp, node in loops:
+        header = _range_names(psrc, node) if lp.kind == "static_range" else None
+        for c in sorted(set().union(*header)) if header is not None else []:
+            if c not in kernel.constexpr_params:
+                continue
+            params.extend(r for r in heur.get(c, (c,)) if r in {p.name for p in kernel.params})
+    out: list[str] = []
+    for p in dict.fromkeys(params):
+        for call in calls:
+            arg = launch_argument(call, kernel, p, src)
+            if arg is not None:
+                out.extend(text(i, src) for i in [arg, *of_type(arg, "identifier")] if i.type == "identifier")
+    return tuple(dict.fromkeys(out))
+
+
+def _tile_index_block(psrc: PythonSource, kernel: Kernel, var: str | None, body: Node | None) -> str | None:
+    """The ``tl.constexpr`` block ``P`` of a loop whose variable counts tiles (``t * P + tl.arange(0, P)`` in its
+    body: ``for t in tl.static_range(NUM_TILES)``), else ``None``."""
+    if var is None or body is None:
+        return None
+    src = psrc.src
+    for op in of_type(body, "binary_operator"):
+        if text(op.child_by_field_name("operator"), src) != "*":
+            continue
+        sides = [text(op.child_by_field_name(f), src) for f in ("left", "right")]
+        if var in sides:
+            other = sides[1 - sides.index(var)]
+            if other in kernel.constexpr_params:
+                return other
+    return None
+
+
+def _range_names(psrc: PythonSource, loop: Node) -> tuple[set[str], set[str], set[str]] | None:
+    """The names read by the start, the end and the step of a ``range``/``tl.range``/``tl.static_range`` loop
+    header (``range(C)`` has start and step ``set()``), or ``None`` for another loop."""
+    it = loop.child_by_field_name("right")
+    if it is None or it.type != "call" or _short(psrc.callee(it)) not in ("range", "static_range"):
+        return None
+    pos = _positional(it)
+    if not 1 <= len(pos) <= 3:
+        return None
+
+    def names(n: Node) -> set[str]:
+        return {text(i, psrc.src) for i in [n, *of_type(n, "identifier")] if i.type == "identifier"}
+    parts = [pos[0]] if len(pos) == 1 else pos
+    start = names(parts[0]) if len(parts) > 1 else set()
+    end = names(parts[1] if len(parts) > 1 else parts[0])
+    return start, end, names(parts[2]) if len(parts) == 3 else set()
+
+
+def _heuristics_reads(psrc: PythonSource) -> dict[str, tuple[str, ...]]:
+    """``{constexpr: kernel arguments its @triton.heuristics function reads}`` (``"NUM_TILES": lambda args:
+    triton.cdiv(args["N"], args["BLOCK_N"])`` -> ``("N", "BLOCK_N")``): the constexprs Triton recomputes from
+    those arguments at every launch."""
+    d = heuristics_dict(psrc.top, psrc.src)
+    out: dict[str, tuple[str, ...]] = {}
+    for pair in (d.named_children if d is not None else []):
+        if pair.type != "pair":
+            continue
+        key = text(pair.child_by_field_name("key"), psrc.src).strip().strip("'\"")
+        if key.isidentifier():
+            out[key] = tuple(re.findall(r"""\[\s*["'](\w+)["']\s*\]""", text(pair.child_by_field_name("value"),
+                                                                             psrc.src)))
+    return out
 
 
 def _tile_params(psrc: PythonSource, kernel: Kernel) -> tuple[str, ...]:
