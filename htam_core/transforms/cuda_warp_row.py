@@ -26,6 +26,12 @@ addresses ``cols`` elements apart, so every load is uncoalesced. The transform g
   all-reduced with the same comparison and branch order, so ties and NaN choose as in the one thread, and a loop that is
   the merged max/sum pass of ``cuda.online_softmax`` (:func:`htam_core.transforms.cuda_softmax.online_pair`)
   gets an all-reduce of the ``(max, sum)`` pairs, so the two steps compose in either order;
+* a loop that keeps Welford's running mean and M2 (the analysis layer's
+  :class:`~htam_core.source.analysis.facts.WelfordStat`: ``d = v - m; m += d / (i + 1); M2 += d * (v - m)``, an
+  explicit counter or the loop variable as the count) gives each lane its own count (``i + 1`` becomes the lane's
+  ``i / 32 + 1``), and after the loop five shuffle-xor steps merge the lanes' ``(count, mean, M2)`` by Chan, Golub
+  and LeVeque's formula (:mod:`htam_core.transforms.row_welford`), so every lane holds the row's mean and M2 and the
+  code after the loop is unchanged; M2 and an explicit counter must start at 0;
 * a statement outside the loops that writes memory (``out[row] = acc;``) runs on lane 0 only;
 * every launch of the kernel gets 32 times as many blocks (the block size must be a multiple of 32, so a
   warp never straddles two rows' guards; a block size known only at run time, a launcher argument, is rounded
@@ -38,7 +44,7 @@ loop whose address does not depend on the loop variable, ...). Float sums are ad
 results differ in the last bits. Idea sources: CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory";
 NVIDIA developer blog, "Faster Parallel Reductions on Kepler" (Luitjens, 2014) for the warp-shuffle all-reduce;
 CUB's ``ArgMax`` (a key-value reduction keeping the first index) for the pair; loop collapsing (OpenMP's
-``collapse(2)``) for the nest.
+``collapse(2)``) for the nest; Welford (1962) and Chan, Golub and LeVeque (1979) for the mean/M2 merge.
 """
 
 from __future__ import annotations
