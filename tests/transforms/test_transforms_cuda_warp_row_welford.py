@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gpu_equivalence import call_host, torch_cuda
 from transform_helpers import assert_nvcc_compiles, only_candidate
 
 from htam_core.source import load
@@ -37,6 +38,26 @@ COUNTER = """__global__ void stats(const float *x, float *mean, float *var, int 
         mean[r] = m;
         var[r] = m2 / n + s * 0.0f;
     }
+}
+void launch(const float *x, float *mean, float *var, int rows, int C) {
+    stats<<<(rows + 255) / 256, 256>>>(x, mean, var, rows, C);
+}
+"""
+
+
+IMPLICIT = """__global__ void stats(const float *x, float *mean, float *var, int rows, int C) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    const float *p = x + (size_t)r * C;
+    float m = 0.0f, m2 = 0.0f;
+    for (int i = 0; i < C; i++) {
+        float v = p[i];
+        float d = v - m;
+        m += d / (float)(i + 1);
+        m2 += d * (v - m);
+    }
+    mean[r] = m;
+    var[r] = m2 / (float)C;
 }
 void launch(const float *x, float *mean, float *var, int rows, int C) {
     stats<<<(rows + 255) / 256, 256>>>(x, mean, var, rows, C);
@@ -101,6 +122,32 @@ def test_the_block_per_row_step_says_it_cannot_merge_welford():
     model = load(str(NAIVE))
     res = registry.propose("cuda.block_per_row", model, model.kernel("welford_stats_kernel"))
     assert not isinstance(res, list) and "Welford" in res.reason
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("text", [IMPLICIT, COUNTER], ids=["implicit", "counter"])
+@pytest.mark.parametrize("cols", [1, 5, 31, 33, 775])
+def test_equivalence_on_gpu(text, cols, tmp_path):
+    """The warp's merged mean and variance equal the one thread's, for rows shorter than a warp and not a multiple
+    of 32 (float32 arithmetic in another order)."""
+    torch = torch_cuda()
+    rows = 1003
+    x = torch.randn(rows, cols, device="cuda", generator=torch.Generator(device="cuda").manual_seed(cols)) * 3 + 5
+    outs = []
+    for i, t in enumerate([text, only_candidate("cuda.warp_per_row", text, "stats").new_text]):
+        mean, var = torch.full((rows,), 7.0, device="cuda"), torch.full((rows,), 7.0, device="cuda")
+        call_host(t, "const float *x, float *mean, float *var, int rows, int C", "launch(x, mean, var, rows, C)",
+                  [x, mean, var, rows, cols], tmp_path, f"w{i}")
+        outs.append((mean, var))
+    for a, b in zip(outs[1], outs[0], strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(outs[0][0], x.double().mean(1).float(), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(outs[0][1], x.double().var(1, unbiased=False).float(), rtol=1e-3, atol=1e-3)
+
+
+def test_the_implicit_count_kernel_is_made():
+    t = only_candidate("cuda.warp_per_row", IMPLICIT, "stats").new_text
+    assert "m += d / (float)((i / 32 + 1));" in t and "stats<<<((rows + 255) / 256) * 32, 256>>>" in t
 
 
 # ---------------------------------------------------------------- CPU emulation of the candidate's arithmetic
