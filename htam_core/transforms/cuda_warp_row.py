@@ -26,6 +26,12 @@ addresses ``cols`` elements apart, so every load is uncoalesced. The transform g
   all-reduced with the same comparison and branch order, so ties and NaN choose as in the one thread, and a loop that is
   the merged max/sum pass of ``cuda.online_softmax`` (:func:`htam_core.transforms.cuda_softmax.online_pair`)
   gets an all-reduce of the ``(max, sum)`` pairs, so the two steps compose in either order;
+* a loop that keeps Welford's running mean and M2 (the analysis layer's
+  :class:`~htam_core.source.analysis.facts.WelfordStat`: ``d = v - m; m += d / (i + 1); M2 += d * (v - m)``, an
+  explicit counter or the loop variable as the count) gives each lane its own count (``i + 1`` becomes the lane's
+  ``i / 32 + 1``), and after the loop five shuffle-xor steps merge the lanes' ``(count, mean, M2)`` by Chan, Golub
+  and LeVeque's formula (:mod:`htam_core.transforms.row_welford`), so every lane holds the row's mean and M2 and the
+  code after the loop is unchanged; M2 and an explicit counter must start at 0;
 * a statement outside the loops that writes memory (``out[row] = acc;``) runs on lane 0 only;
 * every launch of the kernel gets 32 times as many blocks (the block size must be a multiple of 32, so a
   warp never straddles two rows' guards; a block size known only at run time, a launcher argument, is rounded
@@ -38,7 +44,7 @@ loop whose address does not depend on the loop variable, ...). Float sums are ad
 results differ in the last bits. Idea sources: CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory";
 NVIDIA developer blog, "Faster Parallel Reductions on Kepler" (Luitjens, 2014) for the warp-shuffle all-reduce;
 CUB's ``ArgMax`` (a key-value reduction keeping the first index) for the pair; loop collapsing (OpenMP's
-``collapse(2)``) for the nest.
+``collapse(2)``) for the nest; Welford (1962) and Chan, Golub and LeVeque (1979) for the mean/M2 merge.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from dataclasses import dataclass
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.argreduce import ArgStep, arg_step
 from htam_core.source.analysis.constants import is_zero_value, literal_value
+from htam_core.source.analysis.facts import WelfordStat
 from htam_core.source.analysis.forms import Elementwise, elementwise, is_lvalue
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.running_sum import running_sum_refusal
@@ -68,6 +75,7 @@ from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_softmax import OnlinePair, online_pair, pair_all_reduce
 from htam_core.transforms.registry import register
+from htam_core.transforms.row_welford import warp_welford_merge
 from htam_core.types.profile import Profile
 
 LANE = "htam_lane"
@@ -92,6 +100,9 @@ class RowMap:
         arg_reduce: ``(arg step, value type, index type, indent)`` -> the text that all-reduces an arg pair.
         pair_reduce: ``(max, sum, max type, sum type, max function, exp, indent)`` -> the text that all-reduces the
             running-max/sum pairs of the merged online max/sum loop of ``cuda.online_softmax``.
+        welford_reduce: ``(mean, M2, count, mean type, M2 type, count type, counter or None, indent)`` -> the text
+            that merges the threads' Welford triples (:func:`~htam_core.transforms.row_welford.warp_welford_merge`),
+            or ``None`` when this way of sharing a row cannot merge them.
     """
 
     lane: str
@@ -100,6 +111,7 @@ class RowMap:
     reduce: Callable[[str, str, str], str]
     arg_reduce: Callable[[ArgStep, str, str, str], str]
     pair_reduce: Callable[[str, str, str, str, str | None, str, str], str]
+    welford_reduce: Callable[[str, str, str, str, str, str, str | None, str], str] | None = None
 
 
 def _is_zero(text: str) -> bool:
@@ -449,8 +461,10 @@ def _step_of(unit: CudaUnit, n: Node, name: str, args: list[ArgStep]) -> tuple[O
     return chosen if chosen is not None else (op, n)
 
 
-def _body_steps(unit: CudaUnit, w: _Walk, scalars: dict[str, Node]) -> tuple[dict[str, Op], list[ArgStep]] | str:
-    """The reduction steps of a walk's body: ``name -> op`` and the arg steps, or why a write is none of them."""
+def _body_steps(unit: CudaUnit, w: _Walk, scalars: dict[str, Node], kept: frozenset[str] = frozenset()
+                ) -> tuple[dict[str, Op], list[ArgStep]] | str:
+    """The reduction steps of a walk's body: ``name -> op`` and the arg steps, or why a write is none of them
+    (``kept``: names the analysis layer already read as a Welford recurrence of the loop, merged apart)."""
     body, line, loop_vars = w.body, w.line, [h.var for h in w.heads]
     local = set(_declared_scalars(unit, [c for c in syn.walk(body) if syn.is_declaration(c)]))
     args = [a for n in syn.walk(body) if syn.is_if(n) and (a := arg_step(unit.src, n)) is not None]
@@ -460,7 +474,7 @@ def _body_steps(unit: CudaUnit, w: _Walk, scalars: dict[str, Node]) -> tuple[dic
             continue  # a counted while's own step
         ident = _written_identifier(n) if syn.is_write(n) else None
         name = unit.t(ident) if ident is not None else None
-        if name is None or name in local:
+        if name is None or name in local or name in kept:
             continue
         if name in loop_vars:
             return f"the loop on line {line} modifies {name}"
@@ -541,7 +555,11 @@ def _loop_edits(unit: CudaUnit, loop: Node, scalars: dict[str, Node],
         m_type, s_type = (_scalar_type(unit, scalars[n]) for n in (pair.m, pair.s))
         after = rm.pair_reduce(pair.m, pair.s, m_type, s_type, pair.fn, pair.exp, indent)
         return _split_edits(unit, w, after, rm.stride), [{"name": f"{pair.m}, {pair.s}", "op": "online max/sum"}]
-    steps = _body_steps(unit, w, scalars)
+    wf = _welford_edits(unit, w, scalars, rm, indent)
+    if isinstance(wf, str):
+        return wf
+    steps = _body_steps(unit, w, scalars, frozenset(n for n in (wf[2].mean, wf[2].m2, wf[2].count) if n)
+                        if wf else frozenset())
     if isinstance(steps, str):
         return steps
     ops, args = steps
@@ -564,7 +582,50 @@ def _loop_edits(unit: CudaUnit, loop: Node, scalars: dict[str, Node],
         for a in args)
     reduced = [{"name": n, "op": _op_name(o)} for n, o in ops.items()] + [
         {"name": f"{a.value}, {a.index}", "op": f"{a.kind} ({'first' if a.first else 'last'} index)"} for a in args]
+    if wf:
+        edits, after = edits + wf[0], wf[1] + after
+        reduced.append({"name": f"{wf[2].mean}, {wf[2].m2}" + (f", {wf[2].count}" if wf[2].count else ""),
+                        "op": "welford (count, mean, M2)"})
     return edits + _split_edits(unit, w, after, rm.stride), reduced
+
+
+def _welford_edits(unit: CudaUnit, w: _Walk, scalars: dict[str, Node], rm: RowMap, indent: str
+                   ) -> tuple[list[TextEdit], str, WelfordStat] | str | None:
+    """For a loop the analysis layer reads as Welford's recurrence (:class:`WelfordStat`), the edits that give each
+    lane its own count (an implicit count ``i + 1`` becomes the lane's ``(i - start) / stride + 1``; an explicit
+    counter already counts the lane's elements), the merge text after the loop (``rm.welford_reduce``) and the
+    fact; ``None`` for any other loop; or why the recurrence cannot be split: its statistics are not locals of the
+    guarded body, M2 or the counter does not start at 0 or changes before the loop, or ``rm`` cannot merge."""
+    fact = unit.facts.loop_at(unit.file_byte(w.loop))
+    wf = unit.facts.welford_at(fact) if fact is not None and len(w.heads) == 1 else None
+    if wf is None:
+        return None
+    if rm.welford_reduce is None:
+        return f"the loop on line {w.line} keeps Welford's mean and M2, which this row step cannot merge yet"
+    names = [n for n in (wf.mean, wf.m2, wf.count) if n]
+    if any(n not in scalars for n in names):
+        return f"the loop on line {w.line} keeps Welford's {', '.join(names)}, which are not all locals of the guarded body"
+    for n in names[1:]:
+        init = _init_of(scalars, n)
+        if init is None or not _is_zero(unit.t(init)):
+            return f"{n} does not start at 0 before the loop on line {w.line}, so each lane would count its start"
+        if any(scalars[n].end_byte <= r.start_byte < w.loop.start_byte and is_lvalue(r)
+               for r in references(unit.body, unit.src, n)):
+            return f"{n} is changed before the loop on line {w.line} keeps Welford's recurrence in it"
+    h, edits = w.heads[0], []
+    types = [_scalar_type(unit, scalars[n]) for n in (wf.mean, wf.m2)]
+    span_start = "" if _is_zero(unit.t(h.start)) else f" - ({unit.t(h.start)})"
+    if wf.count is not None:
+        count, count_type = wf.count, _scalar_type(unit, scalars[wf.count])
+    else:
+        node = unit.node_at(wf.count_span) if wf.count_span is not None else None
+        if node is None:
+            return f"the count of the Welford loop on line {w.line} cannot be rewritten for each lane"
+        lane_pos = f"({h.var}{span_start})" if span_start else h.var
+        edits.append(unit.replace(node, f"({lane_pos} / {rm.stride} + 1)"))
+        total = f"({h.limit}){span_start}"
+        count, count_type = f"{total} > {LANE} ? ({total} - {LANE} + {rm.stride} - 1) / {rm.stride} : 0", h.type
+    return edits, rm.welford_reduce(wf.mean, wf.m2, count, *types, count_type, wf.count, indent), wf
 
 
 def _split_edits(unit: CudaUnit, w: _Walk, after: str, stride: str) -> list[TextEdit]:
@@ -645,8 +706,15 @@ def warp_pair_reduce(m: str, s: str, m_type: str, s_type: str, fn: str | None, e
     return "\n" + pair_all_reduce(m, s, m_type, s_type, fn, exp, "0xffffffffu", indent)
 
 
+def warp_welford_reduce(mean: str, m2: str, count: str, mean_type: str, m2_type: str, count_type: str,
+                        counter: str | None, indent: str) -> str:
+    """The full-warp merge of the lanes' Welford triples after their loop
+    (:func:`~htam_core.transforms.row_welford.warp_welford_merge`, the lane being ``htam_lane``)."""
+    return warp_welford_merge(mean, m2, count, mean_type, m2_type, count_type, LANE, counter, indent)
+
+
 WARP_MAP = RowMap(f"threadIdx.x & {WARP - 1}", str(WARP), "({}) / " + str(WARP), warp_all_reduce, warp_arg_all_reduce,
-                  warp_pair_reduce)
+                  warp_pair_reduce, warp_welford_reduce)
 
 
 def launch_dim_read(unit: CudaUnit, ew: Elementwise) -> Node | None:

@@ -52,6 +52,7 @@ from htam_core.source.analysis.facts import (
     TritonMemOp,
     TritonPointerType,
     TritonReduction,
+    WelfordStat,
     stride_of,
     sym,
 )
@@ -63,7 +64,7 @@ __all__ = [
     "BUILTINS", "DIMS", "Access", "Accumulator", "AtomicUpdate", "Barrier", "Bound", "ColumnSplit", "Dim", "ElementGroup", "KernelFacts", "LaunchFacts", "LoopFact",
     "OnlineStat", "PointerAlias", "PointerFacts",
     "ThreadIndex", "Transpose", "TransposeLoop", "TritonAxis", "TritonBound", "TritonDot", "TritonFacts", "TritonLoop", "TritonMemOp", "TritonPointerType",
-    "TritonReduction", "analyze",
+    "TritonReduction", "WelfordStat", "analyze",
     "stride_of", "sym",
 ]
 

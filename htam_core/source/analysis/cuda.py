@@ -44,6 +44,7 @@ from htam_core.source.analysis.facts import (
     PointerFacts,
     Span,
     ThreadIndex,
+    WelfordStat,
     combine,
     stride_of,
     sym,
@@ -84,6 +85,7 @@ from htam_core.source.analysis.transpose import ExprOf, find_transposes
 from htam_core.source.analysis.types import resolve_type
 from htam_core.source.analysis.uniformity import Uniformity
 from htam_core.source.analysis.unit import CudaSource
+from htam_core.source.analysis.welford import welford_steps
 from htam_core.source.model import Kernel, Param
 from htam_core.source.preproc import QUALIFIERS, qualifier_macros
 
@@ -1008,6 +1010,7 @@ def cuda_facts(src: CudaSource, kernel: Kernel, spell: bool = False, fold: froze
                        thread_x_spans=thread_x_spans(src, aff, launches),
                        block_dim_x_spans=block_dim_x_spans(src, aff, launches),
                        device_globals=globals_,
+                       welford_stats=welford_stats(src, loops, loop_nodes),
                        **_atomic_fields(src, atoms, pointers_and_globals, uni, loops,
                                         frozenset(g.name.split("::")[-1] for g in globals_)),
                        **_stencil_fields(src, aff.expr, loops, pointers, alias_facts,
@@ -1033,6 +1036,21 @@ def _global_pointer(g: DeviceGlobal, accesses: tuple[Access, ...]) -> PointerFac
     reads = tuple(a for a in accesses if a.pointer == g.name and a.kind in ("read", "readwrite"))
     writes = tuple(a for a in accesses if a.pointer == g.name and a.kind in ("write", "readwrite"))
     return PointerFacts(g.name, g.mode, reads, writes, g.element_type, g.value_type)  # type: ignore[arg-type]
+
+
+def welford_stats(src: CudaSource, loops: tuple[LoopFact, ...], nodes: list[Node]) -> tuple[WelfordStat, ...]:
+    """The :class:`WelfordStat` of each loop keeping Welford's recurrence (:func:`welford_steps`; ``loops`` and
+    their ``nodes`` in the same order). An implicit count ``var + k`` counts the elements seen only in a loop from
+    ``1 - k`` stepping by 1; any other such loop keeps none."""
+    out: list[WelfordStat] = []
+    for lp, n in zip(loops, nodes, strict=True):
+        for w in welford_steps(n, src.src, lp.var):
+            if w.count_span is not None and not (lp.start == 1 - w.count_offset and lp.update == "+"
+                                                 and lp.step == 1 and lp.cmp in ("<", "<=", "!=")):
+                continue
+            span = (w.count_span[0] + src.base, w.count_span[1] + src.base) if w.count_span else None
+            out.append(WelfordStat(lp.id, lp.line, w.mean, w.m2, w.count, w.value, span, w.count_offset))
+    return tuple(out)
 
 
 class _Known:

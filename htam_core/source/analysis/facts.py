@@ -1250,6 +1250,36 @@ class OnlineStat:
 
 
 @dataclass(frozen=True)
+class WelfordStat:
+    """A loop that keeps a running mean and sum of squared deviations by Welford's recurrence
+    (:func:`htam_core.source.analysis.welford.welford_steps`): ``d = v - m; m += d / n; M2 += d * (v - m)``, the
+    count ``n`` an explicit counter stepped by 1 in the loop or the loop variable plus a constant that counts the
+    elements seen (``i + 1`` in a loop from 0). Chan, Golub and LeVeque's pairwise merge of ``(n, m, M2)`` triples
+    lets the elements be split over threads.
+
+    Attributes:
+        loop: the loop's id (:attr:`LoopFact.id`).
+        line: the loop's 1-based line.
+        mean: the running mean's name.
+        m2: the running sum of squared deviations' name.
+        count: the explicit counter's name, or ``None`` for an implicit count.
+        value: the element's text as the deviations read it.
+        count_span: for an implicit count, the file bytes of the expression ``var + k`` that is the count (a row
+            step that splits the loop rewrites it to each thread's own count), else ``None``.
+        count_offset: for an implicit count, ``k``; the loop then starts at ``1 - k`` and steps by 1.
+    """
+
+    loop: int
+    line: int
+    mean: str
+    m2: str
+    count: str | None
+    value: str
+    count_span: Span | None = None
+    count_offset: int = 0
+
+
+@dataclass(frozen=True)
 class ElementGroup:
     """One group of ``width`` consecutive elements of ``pointer`` that each step of a loop reads or writes
     (:meth:`KernelFacts.element_groups`): the elements ``base + width * var + k``, ``0 <= k < width``.
@@ -1307,6 +1337,8 @@ class KernelFacts:
         device_calls: functions the body calls whose code may read the thread indices where these facts do not
             look: the kernel's template parameters and functions defined in the same unit (CUDA only).
         online_stats: the loops that already keep a running max and a sum rescaled to it (:class:`OnlineStat`).
+        welford_stats: the loops that keep a running mean and M2 by Welford's recurrence (:class:`WelfordStat`;
+            CUDA only).
         barriers: the barrier calls in normal form (:class:`~htam_core.source.analysis.sync.Barrier`: every
             spelling of a block barrier, ``__syncthreads()``, ``cg::sync(cta)``, ``cta.sync()``, is scope
             ``"block"``; ``__syncwarp()`` and a tile's ``sync`` are ``"warp"``), in source order (CUDA only).
@@ -1402,6 +1434,7 @@ class KernelFacts:
     result_atomics: tuple[UniformAtomic, ...] = ()
     long_sums: tuple[LongSum, ...] = ()
     device_globals: tuple[DeviceGlobal, ...] = ()
+    welford_stats: tuple[WelfordStat, ...] = ()
 
     # ------------------------------------------------------------------ queries for transforms
     def barrier_at(self, span: Span) -> Barrier | None:
@@ -1726,6 +1759,10 @@ class KernelFacts:
     def loop(self, line: int) -> LoopFact | None:
         """The loop whose header is on ``line``."""
         return next((lp for lp in self.loops if lp.line == line), None)
+
+    def welford_at(self, loop: LoopFact) -> WelfordStat | None:
+        """The Welford recurrence ``loop`` keeps (:attr:`welford_stats`), or ``None``."""
+        return next((w for w in self.welford_stats if w.loop == loop.id), None)
 
     def loop_at(self, start_byte: int) -> LoopFact | None:
         """The loop whose statement starts at file byte ``start_byte`` (a transform's loop node + unit base)."""
