@@ -18,9 +18,13 @@ A loop ``for (T v = S; v < B; v += D) body`` whose every global access is ``P[ba
         }
     }
 
-The counters are 64-bit (:mod:`~htam_core.transforms._grid_loop`): with a 32-bit ``T``, ``htam_tail + S`` and the
-last steps would wrap near the top of ``T`` where the loop was right. A ``T`` that is already 64-bit is the
-counters' type, and ``v`` stays the tail loop's variable.
+The counters of a grid-stride loop (a step with ``gridDim``: :attr:`LoopFact.grid_stride`) are 64-bit
+(:mod:`~htam_core.transforms._grid_loop`): with a 32-bit ``T``, ``htam_tail + S`` and the last steps would wrap near
+the top of ``T`` where the loop was right. A ``T`` that is already 64-bit is the counters' type, and ``v`` stays the
+tail loop's variable. A loop stepping by a warp's or a block's width, or by 1, keeps ``T`` for every counter (as in
+the form above before the 64-bit note): its last step passes the bound by less than a block, the range in which the
+start's own ``blockIdx.x * blockDim.x + threadIdx.x`` is right, and 64-bit counters in a row's inner loop cost
+registers and instructions for no case the start handled.
 
 Other element types (``__nv_bfloat16``, ``half``, ``double``, a template parameter ``T``) take the generic form:
 ``constexpr int htam_V = 16 / sizeof(widest element type)``, one local ``struct alignas(htam_V * sizeof(E))
@@ -58,7 +62,7 @@ from htam_core.source.analysis.forms import is_lvalue
 from htam_core.source.analysis.loops import for_parts
 from htam_core.source.analysis.nodes import Node
 from htam_core.transforms._cuda import CudaUnit, statement_list, strip_casts
-from htam_core.transforms._grid_loop import counter_type, index_loop, loop_text, own_loop
+from htam_core.transforms._grid_loop import IndexLoop, counter_type, header, index_loop, loop_text
 from htam_core.transforms.base import TextEdit
 from htam_core.transforms.cuda_vector_groups import rewrite_groups
 
@@ -380,14 +384,18 @@ def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
     align = " | ".join(f"reinterpret_cast<unsigned long long>({p} + ({b}))" for p, b in ptr_of.values())
     t, ind = v.type, syn.indent_of(unit.src, v.node.start_byte)
     width = "4" if v.float4 else "htam_V"
-    lines = ["{", f"    {counter_type(unit.types, t)} htam_tail = 0;"]  # 64-bit: `htam_tail + start` cannot wrap
+    # a grid-stride loop counts in 64 bits (`htam_tail + start` and its last steps cannot wrap); a loop stepping by a
+    # block's or a warp's width (or by 1) keeps its type: it stays within the range where the start itself is right
+    wide = v.fact.grid_stride or v.fact.step is None
+    ctype = counter_type(unit.types, t) if wide else t
+    lines = ["{", f"    {ctype} htam_tail = 0;"]
     if not v.float4:
         lines.append(f"    constexpr int htam_V = {width_text(sorted(set(v.types)))};")
         lines += [f"    struct alignas({align_text(elem[k])}) {k}_t {{ {elem[k]} v[htam_V]; }};" for k in ptr_of]
     lines += [
         f"    if ((({align}) & 15ull) == 0ull) {{",
         f"        const {t} htam_n4 = ({v.bound}) / {width};",
-        f"        {own_loop(unit.types, 'htam_v4', t, v.start, 'htam_n4', v.step)} {{",
+        f"        {header('htam_v4', ctype, v.start, 'htam_v4 < htam_n4', v.step)} {{",
     ]
     vec = {k: "float4" if v.float4 else f"{k}_t" for k in ptr_of}
     intrinsic: dict[str, set[str]] = {}
@@ -421,7 +429,8 @@ def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
         "        }",
         f"        htam_tail = htam_n4 * {width};",
         "    }",
-        "    " + loop_text(index_loop(unit.types, var, t, f"htam_tail + {v.start}", v.bound, v.step),
+        "    " + loop_text(index_loop(unit.types, var, t, f"htam_tail + {v.start}", v.bound, v.step) if wide else
+                           IndexLoop(header(var, t, f"htam_tail + {v.start}", f"{var} < {v.bound}", v.step), ""),
                            unit.t(body).replace("\n", "\n    "), syn.is_block(body), "    ", "\n        "),
         "}",
     ]

@@ -131,6 +131,28 @@ def test_vector_loop_keeps_a_64_bit_variable(idx):
         in body
 
 
+LANE_ROW = HEAD + """
+__global__ void row_scale(const float *x, float *y, IDX rows, IDX cols) {
+    IDX row = blockIdx.x;
+    if (row >= rows) return;
+    for (IDX j = threadIdx.x; j < cols; j += blockDim.x) {
+        y[row * cols + j] = 2.0f * x[row * cols + j];
+    }
+}
+void run(const float *x, float *y, IDX rows, IDX cols) { row_scale<<<rows, 256>>>(x, y, rows, cols); }
+"""
+
+
+@pytest.mark.parametrize("idx", NARROW)
+def test_a_block_stride_vector_loop_keeps_its_32_bit_counters(idx):
+    # only a grid's step can carry a 32-bit counter past the top of its type where the start was right; a block's
+    # (or a warp's) step passes the bound by less than a block, and 64-bit counters would cost the row's inner loop
+    (body,) = _texts("cuda.vectorize_float4", LANE_ROW.replace("IDX", idx), "row_scale")
+    assert f"{idx} htam_tail = 0;" in body and "long long htam" not in body and "htam_k" not in body
+    assert f"for ({idx} htam_v4 = threadIdx.x; htam_v4 < htam_n4; htam_v4 += blockDim.x)" in body
+    assert f"for ({idx} j = htam_tail + threadIdx.x; j < cols; j += blockDim.x)" in body
+
+
 # ---------------------------------------------------------------- cuda.lane_columns (rows split over gridDim.y)
 @pytest.mark.parametrize(("idx", "split"), [("int", True), ("int64_t", False)])
 def test_lane_columns_row_split_counts_in_64_bits(idx, split):

@@ -20,7 +20,8 @@ void run(const float *x, float *y, int n) { scale<<<64, 256>>>(x, y, n); }
 @pytest.mark.parametrize("cond", ["i < n", "n > i"])
 def test_the_bound_is_read_on_either_side(cond, tmp_path):
     c = only_candidate("cuda.vectorize_float4", TEXT.replace("COND", cond), "scale")
-    assert "htam_n4 = (n) / 4;" in c.new_text and "htam_k < n; htam_k += blockDim.x)" in c.new_text
+    assert "htam_n4 = (n) / 4;" in c.new_text and "i < n; i += blockDim.x)" in c.new_text
+    assert "int htam_tail = 0;" in c.new_text and "long long htam" not in c.new_text  # a block's step keeps int counters
     assert "(i) / 4" not in c.new_text and "i < i" not in c.new_text
     if shutil.which("nvcc") is not None:
         assert_nvcc_compiles(c.new_text, tmp_path, "k.cu")
