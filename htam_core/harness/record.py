@@ -557,6 +557,23 @@ def launch_device(tensor_devices: list[str], *, interpret: bool, cuda_available:
     return "cuda" if any(d == "cpu" for d in tensor_devices) else None
 
 
+def autotune_bench_failure(e: BaseException, user_file: Any) -> bool:
+    """``e`` was raised while Triton's autotuner benchmarked its configs (a frame of ``runtime/autotuner.py``
+    whose function names a benchmark, ``_bench``/``do_bench``), by Triton itself: no frame of the user's code
+    (``user_file(filename) -> bool``) and none of the interpreter's kernel run comes after it. Under
+    ``TRITON_INTERPRET=1`` without a GPU that is the autotuner asking for a GPU benchmarker (Triton 3.x:
+    ``driver.active.get_benchmarker()``, an ``AttributeError`` here), not a fault of the user's program; a
+    failing prune function or kernel is the user's and is not matched."""
+    import traceback
+
+    frames = traceback.extract_tb(e.__traceback__)
+    bench = [i for i, f in enumerate(frames) if Path(f.filename).name == "autotuner.py" and "bench" in f.name]
+    if not bench:
+        return False
+    after = frames[bench[-1] + 1:]
+    return not any(user_file(f.filename) or Path(f.filename).name == "interpreter.py" for f in after)
+
+
 def _first_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return f"{type(e).__name__}: {text[0][:200]}" if text and text[0] else type(e).__name__
@@ -634,6 +651,7 @@ def _wrap_factory(rec: _Recorder) -> Any:
                 out = fn(*run_args, **run_kwargs)
             except Exception as e:
                 call["error"] = _first_line(e)
+                call["autotune_bench"] = rec.interpret and autotune_bench_failure(e, rec.user_file)
                 rec.flush()
                 raise
             # which argument each returned tensor is (a launcher returning the tensor it updated, or out=)
