@@ -47,6 +47,7 @@ from htam_core.harness.foreign import ForeignLauncher, foreign_launcher, foreign
 from htam_core.harness.pysource import parse_failure, read_py_facts
 from htam_core.harness.pywrapper import wrapper_function
 from htam_core.harness.spec import table_header
+from htam_core.harness.template import recorded_dtypes
 from htam_core.runtime.cache import cache_root
 from htam_core.runtime.children import child_env, kill_tree, set_parent_death_signal
 from htam_core.source import load
@@ -1029,13 +1030,23 @@ def _from_attempts(p: Path, kernel: str, wrapper: str, attempts: list[dict[str, 
     return inf
 
 
+class NotInferred(HarnessError):
+    """No harness could be inferred from a Python file (``missing=True``); ``recorded``: the launcher's tensor
+    dtypes the recording saw (:func:`htam_core.harness.template.recorded_dtypes`), for the template that the
+    "no harness" error shows."""
+
+    def __init__(self, message: str, recorded: dict[str, str]) -> None:
+        super().__init__(message, missing=True)
+        self.recorded = recorded
+
+
 def infer_harness(path: str | os.PathLike, kernel: str, model: Any = None, *, run_code: bool = True) -> Harness | None:
     """The discovery step of :func:`htam_core.harness.find_harness`: the inferred harness, or ``None`` when
     inference is off (``HTAM_INFER=0``), the file is not Python, or ``run_code=False`` and no recording of the
     file is cached (see :func:`infer`).
 
     Raises:
-        HarnessError: (``missing=True``) nothing could be inferred; the message names what is missing.
+        NotInferred: (``missing=True``) nothing could be inferred; the message names what is missing.
     """
     p = Path(path)
     if p.suffix != ".py" or os.environ.get("HTAM_INFER") == "0":
@@ -1044,5 +1055,6 @@ def infer_harness(path: str | os.PathLike, kernel: str, model: Any = None, *, ru
     if inf.not_run:
         return None
     if inf.harness is None:
-        raise HarnessError(f"no harness could be inferred from {p.name}: {inf.reason}", missing=True)
+        raise NotInferred(f"no harness could be inferred from {p.name}: {inf.reason}",
+                          recorded_dtypes(inf.recording))
     return inf.harness
