@@ -74,7 +74,6 @@ def run(args: argparse.Namespace) -> int:
     from htam_core.harness.infer_py import infer
     from htam_core.harness.pysource import parse_failure
     from htam_core.harness.spec import SPEC_FILENAME, table_header
-    from htam_core.harness.template import recorded_dtypes
     from htam_core.harness.toml_render import render_toml, save_to_spec
     from htam_core.lang import create as language_backend
     from htam_core.runtime.compiler import settle_incomplete
@@ -118,8 +117,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     inf = infer(path, name, model) if path.suffix == ".py" else _infer_cuda(path, name, model)
     kernel = model.kernel(name)
-    template = (language_backend(kernel.language).harness_template(model, kernel, recorded_dtypes(inf.recording))
-                if inf.harness is None else None)
+    template = None if inf.harness else language_backend(kernel.language).harness_template(model, kernel, inf.dtypes)
     if args.json:
         json.dump({"harness": inf.harness.to_json() if inf.harness else None, "reason": inf.reason,
                    "template": template,

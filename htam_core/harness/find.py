@@ -156,6 +156,13 @@ def missing_harness_error(path: Path, kernel: str, model: SourceModel | None = N
         f"write the reference){extra}.", snippet=snippet, path=str(path.parent / SPEC_FILENAME), missing=True)
 
 
+def _not_inferred(path: Path, kernel: str, model: SourceModel | None, exc: HarnessError) -> HarnessError:
+    """:func:`missing_harness_error` for a Python file whose inference failed with ``exc`` (its message is the
+    reason; a :class:`~htam_core.harness.infer_py.NotInferred` gives the dtypes its recording saw)."""
+    return missing_harness_error(path, kernel, model, inferred_why=exc.message,
+                                 recorded=exc.recorded if isinstance(exc, NotInferred) else None)
+
+
 def _model_of(path: Path, model: SourceModel | None) -> SourceModel | None:
     """``model`` when it is the parse of ``path``, else ``path`` parsed; ``None`` when it cannot be read (the
     ``htam.toml`` tables are then matched by their exact key)."""
@@ -273,8 +280,7 @@ def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel |
         try:
             inferred = infer_harness(p, kernel_name, model, run_code=run_code)
         except HarnessError as exc:
-            raise missing_harness_error(p, kernel_name, model, inferred_why=exc.message,
-                                        recorded=exc.recorded if isinstance(exc, NotInferred) else None) from None
+            raise _not_inferred(p, kernel_name, model, exc) from None
         if inferred is not None:
             return inferred
     if p.suffix in (".cu", ".cuh") and has_main(text):

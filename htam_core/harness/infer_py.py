@@ -86,6 +86,12 @@ class Inference:
     seconds: float | None = None
     not_run: bool = False
 
+    @property
+    def dtypes(self) -> dict[str, str]:
+        """The launcher's tensor dtypes the recording saw (:func:`htam_core.harness.template.recorded_dtypes`),
+        for the template shown when no harness was inferred."""
+        return recorded_dtypes(self.recording)
+
 
 def launcher_of(path: Path, kernel: str, model: Any = None) -> tuple[str, list[str]] | None:
     """``(name, parameter names)`` of the top-level function that launches ``kernel``, or ``None``."""
@@ -1055,6 +1061,5 @@ def infer_harness(path: str | os.PathLike, kernel: str, model: Any = None, *, ru
     if inf.not_run:
         return None
     if inf.harness is None:
-        raise NotInferred(f"no harness could be inferred from {p.name}: {inf.reason}",
-                          recorded_dtypes(inf.recording))
+        raise NotInferred(f"no harness could be inferred from {p.name}: {inf.reason}", inf.dtypes)
     return inf.harness
