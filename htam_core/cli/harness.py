@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     inf = infer(path, name, model) if path.suffix == ".py" else _infer_cuda(path, name, model)
     kernel = model.kernel(name)
-    template = language_backend(kernel.language).harness_template(model, kernel) if inf.harness is None else None
+    template = None if inf.harness else language_backend(kernel.language).harness_template(model, kernel, inf.dtypes)
     if args.json:
         json.dump({"harness": inf.harness.to_json() if inf.harness else None, "reason": inf.reason,
                    "template": template,

@@ -18,7 +18,7 @@ from typing import Any
 from htam_core.harness.base import Harness, HarnessError
 from htam_core.harness.cu_main import has_main
 from htam_core.harness.infer_host import infer_cuda
-from htam_core.harness.infer_py import infer_harness
+from htam_core.harness.infer_py import NotInferred, infer_harness
 from htam_core.harness.kernel_tables import select_kernel_table
 from htam_core.harness.pysource import parse_failure, read_py_facts
 from htam_core.harness.spec import (
@@ -133,14 +133,15 @@ def _load_model(path: Path) -> SourceModel | None:
 
 
 def missing_harness_error(path: Path, kernel: str, model: SourceModel | None = None,
-                          inferred_why: str | None = None) -> HarnessError:
+                          inferred_why: str | None = None, recorded: dict[str, str] | None = None) -> HarnessError:
     """The error for a kernel with no harness, with a filled-in ``htam.toml`` table to paste; ``inferred_why``
-    says why none could be inferred from the file (:mod:`htam_core.harness.infer_py`)."""
+    says why none could be inferred from the file (:mod:`htam_core.harness.infer_py`), ``recorded`` the
+    launcher's tensor dtypes its recording saw (the template uses them instead of guesses)."""
     model = model or _load_model(path)
     snippet = None
     if model is not None:
         try:
-            snippet = write_template(model, model.kernel(kernel))
+            snippet = write_template(model, model.kernel(kernel), recorded)
         except KeyError:
             snippet = None
     if snippet is None:
@@ -153,6 +154,13 @@ def missing_harness_error(path: Path, kernel: str, model: SourceModel | None = N
         f"no harness for kernel {kernel!r} in {path.name}: htam does not know how to call it.{why} Add a "
         f"[kernel.{kernel}] table to {path.parent / SPEC_FILENAME} (template below: check the guessed shapes and "
         f"write the reference){extra}.", snippet=snippet, path=str(path.parent / SPEC_FILENAME), missing=True)
+
+
+def _not_inferred(path: Path, kernel: str, model: SourceModel | None, exc: HarnessError) -> HarnessError:
+    """:func:`missing_harness_error` for a Python file whose inference failed with ``exc`` (its message is the
+    reason; a :class:`~htam_core.harness.infer_py.NotInferred` gives the dtypes its recording saw)."""
+    return missing_harness_error(path, kernel, model, inferred_why=exc.message,
+                                 recorded=exc.recorded if isinstance(exc, NotInferred) else None)
 
 
 def _model_of(path: Path, model: SourceModel | None) -> SourceModel | None:
@@ -272,7 +280,7 @@ def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel |
         try:
             inferred = infer_harness(p, kernel_name, model, run_code=run_code)
         except HarnessError as exc:
-            raise missing_harness_error(p, kernel_name, model, inferred_why=exc.message) from None
+            raise _not_inferred(p, kernel_name, model, exc) from None
         if inferred is not None:
             return inferred
     if p.suffix in (".cu", ".cuh") and has_main(text):

@@ -47,6 +47,7 @@ from htam_core.harness.foreign import ForeignLauncher, foreign_launcher, foreign
 from htam_core.harness.pysource import parse_failure, read_py_facts
 from htam_core.harness.pywrapper import wrapper_function
 from htam_core.harness.spec import table_header
+from htam_core.harness.template import recorded_dtypes
 from htam_core.runtime.cache import cache_root
 from htam_core.runtime.children import child_env, kill_tree, set_parent_death_signal
 from htam_core.source import load
@@ -54,7 +55,7 @@ from htam_core.source.analysis import analyze
 from htam_core.types.language import traits
 
 #: Version of the recording format; part of the cache key.
-RECORD_VERSION = 5  # 5: a size local of the reference tied to the call's shapes, names looked up in the assert's scope
+RECORD_VERSION = 6  # 6: references reading the checked output refused, autotune benchmark failures marked
 #: Largest tensor of the timed set, elements, after scaling a small recorded call up (16 Mi elements).
 GPU_TARGET_NUMEL = 1 << 24
 #: A recorded call whose largest tensor holds fewer elements than this is scaled up for the GPU.
@@ -84,6 +85,12 @@ class Inference:
     cached: bool = False
     seconds: float | None = None
     not_run: bool = False
+
+    @property
+    def dtypes(self) -> dict[str, str]:
+        """The launcher's tensor dtypes the recording saw (:func:`htam_core.harness.template.recorded_dtypes`),
+        for the template shown when no harness was inferred."""
+        return recorded_dtypes(self.recording)
 
 
 def launcher_of(path: Path, kernel: str, model: Any = None) -> tuple[str, list[str]] | None:
@@ -322,11 +329,21 @@ def _fmt(v: float | int) -> str:
     return repr(v)
 
 
+#: Why a ``@triton.autotune`` kernel cannot run under the interpreter, with the fix (the one-config prune that
+#: htam's own autotune step writes, :mod:`htam_core.transforms.triton_autotune`).
+AUTOTUNE_NEEDS_GPU = (
+    "@triton.autotune benchmarks its configs on a GPU and the Triton interpreter (no GPU here) has no benchmarker; "
+    "keep one config under TRITON_INTERPRET=1 with prune_configs_by={\"early_config_prune\": lambda configs, "
+    "named_args, **kw: configs[:1] if os.environ.get(\"TRITON_INTERPRET\") == \"1\" else configs} (what htam's "
+    "autotune step writes), or describe the call in an htam.toml table")
+
+
 def not_run_reason(wrapper: str, calls: list[dict[str, Any]], rec: dict[str, Any]) -> str:
     """Why no recorded call of ``wrapper`` ran to the end, for the "no harness" message.
 
     A call that raised says so with the exception's first line and the call's line (``gelu() raised
-    ValueError: ... at line 31``); "too large" is said only when the recorder's ``huge_numel`` rule stopped
+    ValueError: ... at line 31``), with the fix when it was ``@triton.autotune`` benchmarking under the
+    interpreter (:data:`AUTOTUNE_NEEDS_GPU`); "too large" is said only when the recorder's ``huge_numel`` rule stopped
     the run at a call (recorded, not run); otherwise the recorder's stop reason or the program's error.
 
     Args:
@@ -338,6 +355,8 @@ def not_run_reason(wrapper: str, calls: list[dict[str, Any]], rec: dict[str, Any
     if raised is not None:
         where = f" at line {raised['line']} of {Path(raised['file']).name}" if raised.get("file") else ""
         err = str(raised["error"])
+        if raised.get("autotune_bench"):  # @triton.autotune without a prune for the interpreter
+            return f"{wrapper}() raised {err}{where}: {AUTOTUNE_NEEDS_GPU}"
         if "InterpreterError" in err:  # the CPU interpreter's limit, not the user's program
             return (f"{wrapper}() raised {err}{where} under the Triton interpreter (no GPU here), which does not "
                     "support everything Triton compiles on a GPU; describe the call in an htam.toml table instead")
@@ -1017,13 +1036,23 @@ def _from_attempts(p: Path, kernel: str, wrapper: str, attempts: list[dict[str, 
     return inf
 
 
+class NotInferred(HarnessError):
+    """No harness could be inferred from a Python file (``missing=True``); ``recorded``: the launcher's tensor
+    dtypes the recording saw (:func:`htam_core.harness.template.recorded_dtypes`), for the template that the
+    "no harness" error shows."""
+
+    def __init__(self, message: str, recorded: dict[str, str]) -> None:
+        super().__init__(message, missing=True)
+        self.recorded = recorded
+
+
 def infer_harness(path: str | os.PathLike, kernel: str, model: Any = None, *, run_code: bool = True) -> Harness | None:
     """The discovery step of :func:`htam_core.harness.find_harness`: the inferred harness, or ``None`` when
     inference is off (``HTAM_INFER=0``), the file is not Python, or ``run_code=False`` and no recording of the
     file is cached (see :func:`infer`).
 
     Raises:
-        HarnessError: (``missing=True``) nothing could be inferred; the message names what is missing.
+        NotInferred: (``missing=True``) nothing could be inferred; the message names what is missing.
     """
     p = Path(path)
     if p.suffix != ".py" or os.environ.get("HTAM_INFER") == "0":
@@ -1032,5 +1061,5 @@ def infer_harness(path: str | os.PathLike, kernel: str, model: Any = None, *, ru
     if inf.not_run:
         return None
     if inf.harness is None:
-        raise HarnessError(f"no harness could be inferred from {p.name}: {inf.reason}", missing=True)
+        raise NotInferred(f"no harness could be inferred from {p.name}: {inf.reason}", inf.dtypes)
     return inf.harness

@@ -81,6 +81,10 @@ class _Recorder:
         self.stopped: str | None = None
         self._trees: dict[str, ast.Module] = {}
         self.signature: list[dict[str, Any]] = []
+        #: set while a reference expression is evaluated: a launcher call then is the reference reading the
+        #: launcher's own output (it runs unrecorded and :attr:`relaunched` says so)
+        self.in_reference = False
+        self.relaunched = False
 
     # -- output -------------------------------------------------------------------------------------
     def flush(self) -> None:
@@ -250,19 +254,27 @@ class _Unresolvable(Exception):
     pass
 
 
+class _ReadsOutput(Exception):
+    """The reference expression reads (directly, or through a local derived from it) an output of the launch
+    it checks: ``torch.where(out != 0, (x + b) / 0.75, 0)`` holds whatever the launch wrote, so a candidate
+    writing zeros would pass it. ``args[0]``: the name read."""
+
+
 _KNOWN = {"torch", "F", "math"}
 
 
 def _rewrite(expr: ast.expr, scope: ast.AST, line: int, mapping: dict[str, str], f_locals: dict[str, Any],
              f_globals: dict[str, Any], needs: set[str], depth: int = 0,
-             inputs: dict[str, Any] | None = None) -> ast.expr:
+             inputs: dict[str, Any] | None = None, outputs: tuple[Any, ...] = ()) -> ast.expr:
     """``expr`` over the launcher's parameter names: mapped locals renamed, a number local that stands for a size
     tied to the recorded call's own shapes (:func:`_size_source`: a loop's ``N`` must not become the first call's
     ``200``), other number locals inlined, other locals replaced by the expression last assigned to them (depth
-    4); module names are kept (``needs``). ``inputs``: the recorded call's arguments by parameter name.
+    4); module names are kept (``needs``). ``inputs``: the recorded call's arguments by parameter name;
+    ``outputs``: the objects the checked launch returned or wrote in place.
 
     Raises:
-        _Unresolvable: a name the rewrite cannot express over the call's arguments."""
+        _Unresolvable: a name the rewrite cannot express over the call's arguments.
+        _ReadsOutput: a name (of the expression, or of an assignment it follows) holds one of ``outputs``."""
     inputs = inputs or {}
 
     class T(ast.NodeTransformer):
@@ -281,12 +293,14 @@ def _rewrite(expr: ast.expr, scope: ast.AST, line: int, mapping: dict[str, str],
         def visit_Name(self, n: ast.Name) -> ast.AST:
             import types
 
+            missing = object()
+            v = f_locals.get(n.id, f_globals.get(n.id, missing))
+            if any(v is o for o in outputs):  # before the mapping: an argument the launch wrote is an output
+                raise _ReadsOutput(n.id)
             if n.id in mapping:
                 return ast.copy_location(ast.Name(mapping[n.id], ast.Load()), n)
             if n.id in _KNOWN or (hasattr(builtins, n.id) and n.id not in f_locals and n.id not in f_globals):
                 return n
-            missing = object()
-            v = f_locals.get(n.id, f_globals.get(n.id, missing))
             if isinstance(v, int) and not isinstance(v, bool) and v > 1:
                 size = _size_source(n.id, v, scope, mapping, inputs)
                 if size is not None:
@@ -298,7 +312,8 @@ def _rewrite(expr: ast.expr, scope: ast.AST, line: int, mapping: dict[str, str],
                 return n
             assigned = _last_assignment(scope, n.id, line)
             if assigned is not None and depth < 4:
-                return _rewrite(assigned, scope, line, mapping, f_locals, f_globals, needs, depth + 1, inputs)
+                return _rewrite(assigned, scope, line, mapping, f_locals, f_globals, needs, depth + 1, inputs,
+                                outputs)
             raise _Unresolvable(n.id)
 
     return T().visit(ast.parse(ast.unparse(expr), mode="eval").body)
@@ -364,18 +379,40 @@ def _pair_assert(rec: _Recorder, fname: str, a: Any, b: Any, kw: dict[str, Any],
         entry["why"] = "the assert has fewer than two arguments"
         return
     expr = args[1 - side] if side in (0, 1) else None
-    scope = _enclosing_function(tree, frame.f_lineno)
-    needs: set[str] = set()
     live = rec.live[k]
     if live["site_file"] != frame.f_code.co_filename:
         entry["why"] = "the launcher was called in another function than the assert"
         return
+    _check_reference(rec, entry, expr, _enclosing_function(tree, frame.f_lineno), frame, live, other)
+
+
+def _reads_output_why(rec: _Recorder, expr: ast.expr, name: str | None) -> str:
+    """The note of an assert whose other side reads the output it checks (``name``: the local holding the
+    output, ``None``: the expression calls the launcher itself)."""
+    what = (f"reads {name!r}, an output of the {rec.wrapper}() call it checks" if name else
+            f"is {rec.wrapper}()'s own result (evaluating it calls {rec.wrapper}() again)")
+    return (f"{ast.unparse(expr)} {what}, so it follows whatever the launch wrote (a wrong result, zeros "
+            "everywhere, could pass it); the starting kernel's output is the reference instead")
+
+
+def _check_reference(rec: _Recorder, entry: dict[str, Any], expr: ast.expr, scope: ast.AST, frame: Any,
+                     live: dict[str, Any], other: Any) -> None:
+    """Rewrite the assert's other side ``expr`` over the launcher's parameters and keep it in ``entry`` as the
+    reference only when it reproduces the compared value ``other`` on the recorded inputs and reads no output
+    of the launch it checks (``live``: that call's inputs, outputs and name mapping); else ``entry["why"]``."""
+    import torch
+
+    needs: set[str] = set()
+    outputs = tuple(o for o in (*live["outputs"], *live["after"].values()) if isinstance(o, torch.Tensor))
     try:
         new = _rewrite(expr, scope, frame.f_lineno, live["mapping"], frame.f_locals, frame.f_globals, needs,
-                       inputs=live["inputs"])
+                       inputs=live["inputs"], outputs=outputs)
     except _Unresolvable as e:
         entry["why"] = (f"{ast.unparse(expr)} uses {e.args[0]!r}, which the recording could not express over the "
                         f"arguments of {rec.wrapper}() (no assignment of it in the assert's scope)")
+        return
+    except _ReadsOutput as e:
+        entry["why"] = _reads_output_why(rec, expr, e.args[0])
         return
     text = ast.unparse(new)
     entry["expression_source"] = ast.unparse(expr)
@@ -384,10 +421,16 @@ def _pair_assert(rec: _Recorder, fname: str, a: Any, b: Any, kw: dict[str, Any],
 
     ns.update({"torch": torch, "F": F, "math": math})
     ns.update({n: v.clone() if isinstance(v, torch.Tensor) else v for n, v in live["inputs"].items()})
+    rec.in_reference, rec.relaunched = True, False
     try:
         value = eval(compile(text, "<reference>", "eval"), ns)  # noqa: S307 - user code, in this child only
     except Exception as e:  # noqa: BLE001
         entry["why"] = f"{text} could not be evaluated on the recorded inputs ({type(e).__name__}: {e})"
+        return
+    finally:
+        rec.in_reference = False
+    if rec.relaunched:
+        entry["why"] = _reads_output_why(rec, expr, None)
         return
     ok, err = _close(value, other)
     if not ok:
@@ -514,9 +557,43 @@ def launch_device(tensor_devices: list[str], *, interpret: bool, cuda_available:
     return "cuda" if any(d == "cpu" for d in tensor_devices) else None
 
 
+def autotune_bench_failure(e: BaseException, user_file: Any) -> bool:
+    """``e`` was raised while Triton's autotuner benchmarked its configs (a frame of ``runtime/autotuner.py``
+    whose function names a benchmark, ``_bench``/``do_bench``), by Triton itself: no frame of the user's code
+    (``user_file(filename) -> bool``) and none of the interpreter's kernel run comes after it. Under
+    ``TRITON_INTERPRET=1`` without a GPU that is the autotuner asking for a GPU benchmarker (Triton 3.x:
+    ``driver.active.get_benchmarker()``, an ``AttributeError`` here), not a fault of the user's program; a
+    failing prune function or kernel is the user's and is not matched."""
+    import traceback
+
+    frames = traceback.extract_tb(e.__traceback__)
+    bench = [i for i, f in enumerate(frames) if Path(f.filename).name == "autotuner.py" and "bench" in f.name]
+    if not bench:
+        return False
+    after = frames[bench[-1] + 1:]
+    return not any(user_file(f.filename) or Path(f.filename).name == "interpreter.py" for f in after)
+
+
 def _first_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return f"{type(e).__name__}: {text[0][:200]}" if text and text[0] else type(e).__name__
+
+
+def _site_mapping(rec: _Recorder, names: list[str], frame: Any) -> dict[str, str]:
+    """``{source name at the call site: launcher parameter}`` for the launcher call on ``frame``'s line
+    (``launch(x, out=y)`` -> ``{"x": "x", "y": "out"}``, ``names``: the launcher's parameters in order); only
+    plain names and attributes are mapped."""
+    mapping: dict[str, str] = {}
+    tree = rec.tree(frame.f_code.co_filename)
+    site = _calls_at(tree, frame.f_lineno, (rec.wrapper.rsplit(".", 1)[-1],)) if tree else []
+    if site:
+        for i, a in enumerate(site[0].args):
+            if isinstance(a, ast.Name | ast.Attribute) and i < len(names):
+                mapping[ast.unparse(a)] = names[i]
+        for kw in site[0].keywords:
+            if kw.arg and isinstance(kw.value, ast.Name | ast.Attribute):
+                mapping[ast.unparse(kw.value)] = kw.arg
+    return mapping
 
 
 def _wrap_factory(rec: _Recorder) -> Any:
@@ -535,6 +612,9 @@ def _wrap_factory(rec: _Recorder) -> Any:
                          for p in sig.parameters.values()]
 
         def recorded(*args: Any, **kwargs: Any) -> Any:
+            if rec.in_reference:  # a reference expression calling the launcher: not a recorded call
+                rec.relaunched = True
+                return fn(*args, **kwargs)
             n = len(rec.calls)
             if n >= rec.max_calls:
                 rec.stop(f"{n} calls recorded (the most recorded)")
@@ -546,17 +626,7 @@ def _wrap_factory(rec: _Recorder) -> Any:
                 return fn(*args, **kwargs)
             params = {name: _describe(v) for name, v in bound.arguments.items()}
             frame = sys._getframe(1)
-            mapping: dict[str, str] = {}
-            tree = rec.tree(frame.f_code.co_filename)
-            site = _calls_at(tree, frame.f_lineno, (rec.wrapper.rsplit(".", 1)[-1],)) if tree else []
-            if site:
-                names = list(sig.parameters)
-                for i, a in enumerate(site[0].args):
-                    if isinstance(a, ast.Name | ast.Attribute) and i < len(names):
-                        mapping[ast.unparse(a)] = names[i]
-                for kw in site[0].keywords:
-                    if kw.arg and isinstance(kw.value, ast.Name | ast.Attribute):
-                        mapping[ast.unparse(kw.value)] = kw.arg
+            mapping = _site_mapping(rec, list(sig.parameters), frame)
             numel = sum(v.numel() for v in bound.arguments.values() if isinstance(v, torch.Tensor))
             call: dict[str, Any] = {"params": params, "file": frame.f_code.co_filename, "line": frame.f_lineno,
                                     "ran": False, "numel": numel}
@@ -581,6 +651,7 @@ def _wrap_factory(rec: _Recorder) -> Any:
                 out = fn(*run_args, **run_kwargs)
             except Exception as e:
                 call["error"] = _first_line(e)
+                call["autotune_bench"] = rec.interpret and autotune_bench_failure(e, rec.user_file)
                 rec.flush()
                 raise
             # which argument each returned tensor is (a launcher returning the tensor it updated, or out=)

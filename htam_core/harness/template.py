@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import keyword
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,7 +110,8 @@ def _launcher_ranks(fn: ast.FunctionDef) -> dict[str, list[str | None]]:
     return dims
 
 
-def _wrapper_inputs(fn: ast.FunctionDef, kernel: Kernel, symbols: dict[str, int]) -> tuple[list[str], list[str]]:
+def _wrapper_inputs(fn: ast.FunctionDef, kernel: Kernel, symbols: dict[str, int],
+                    recorded: Mapping[str, str] | None = None) -> tuple[list[str], list[str]]:
     """``inputs`` lines for the launcher's parameters, and the parameters left out: annotations and defaults decide.
 
     ``float``/``int``/``bool`` annotations (also ``Optional[...]`` of them) and number defaults make scalars (the
@@ -118,8 +119,11 @@ def _wrapper_inputs(fn: ast.FunctionDef, kernel: Kernel, symbols: dict[str, int]
     is not a number (``out=None``, ``activation="gelu"``) are left out: the launcher's default applies. Every
     other parameter is a tensor whose rank the launcher's body gives (``x.stride(1)``, ``M, N = x.shape``), else
     2-D (``["M", "N"]``) when the kernel takes ``stride`` parameters and the parameter is the first tensor, 1-D
-    (the last dimension) for the others, or 1-D (``["N"]``) without strides.
+    (the last dimension) for the others, or 1-D (``["N"]``) without strides. A tensor's dtype is the one the
+    recording saw (``recorded``: launcher parameter -> torch dtype name, :func:`recorded_dtypes`), else a
+    ``float32`` guess.
     """
+    recorded = recorded or {}
     args = fn.args.args
     defaults: list[ast.expr | None] = [None] * (len(args) - len(fn.args.defaults)) + list(fn.args.defaults)
     keep = len(args)
@@ -170,7 +174,9 @@ def _wrapper_inputs(fn: ast.FunctionDef, kernel: Kernel, symbols: dict[str, int]
         for d in names:
             symbols.setdefault(d, 1 << 20 if names == ["N"] and not two_d else 1024)
         shape = "[" + ", ".join(_toml_str(d) for d in names) + "]"
-        out.append(f"  {{ name = {_toml_str(a.arg)}, shape = {shape}, dtype = \"float32\", init = \"randn\" }},"
+        dtype = recorded.get(a.arg, "float32")
+        why += "; dtype as recorded" if a.arg in recorded else ""
+        out.append(f"  {{ name = {_toml_str(a.arg)}, shape = {shape}, dtype = {_toml_str(dtype)}, init = \"randn\" }},"
                    f"  # {why}")
     return out, left_out
 
@@ -244,7 +250,20 @@ class _Direct:
     tensors: dict[str, tuple[int, Param, list[str] | None, bool]] = field(default_factory=dict)
 
 
-def write_template(model: SourceModel, kernel: Kernel) -> str:
+def recorded_dtypes(recording: dict | None) -> dict[str, str]:
+    """``{launcher parameter: torch dtype name}`` of the tensors a recording of the launcher saw
+    (:func:`htam_core.harness.infer_py.record`'s ``calls[i]["params"]``, calls that raised included: the
+    template is written when nothing could be inferred), the first recorded call's dtype for each; ``{}`` for
+    no recording. A template guesses ``float32`` only where the program never showed the dtype."""
+    out: dict[str, str] = {}
+    for call in (recording or {}).get("calls") or []:
+        for name, d in (call.get("params") or {}).items():
+            if isinstance(d, dict) and d.get("kind") == "tensor" and d.get("dtype"):
+                out.setdefault(name, str(d["dtype"]))
+    return out
+
+
+def write_template(model: SourceModel, kernel: Kernel, recorded: Mapping[str, str] | None = None) -> str:
     """Return a ``[kernel.<name>]`` table for ``htam.toml``, filled in from the kernel's parameters.
 
     The table calls, in order of preference, the ``.cu`` host function that launches the kernel
@@ -254,6 +273,8 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
     Args:
         model: the file's source model (its ``path`` gives the ``file`` key).
         kernel: the kernel to write a harness for.
+        recorded: the launcher's tensor dtypes a recording of the file saw (:func:`recorded_dtypes`); they
+            replace the ``float32`` guesses.
 
     Returns:
         TOML text (a complete table with comments) that parses with :mod:`tomllib`. Its
@@ -281,7 +302,7 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
         name, params = wrapper.name, [a.arg for a in wrapper.args.args]
         lines.append(f"launcher = {_toml_str(name)}   # called as {name}({', '.join(params)}); its return value is "
                      "the output")
-        inputs, left_out = _wrapper_inputs(wrapper, kernel, symbols)
+        inputs, left_out = _wrapper_inputs(wrapper, kernel, symbols, recorded)
         if left_out:
             lines.append(f"# left out (their defaults apply): {', '.join(left_out)}")
         ref_names = [p for p in params if p not in left_out]

@@ -9,6 +9,7 @@ the method.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import ClassVar, Protocol, runtime_checkable
 
 from htam_core.harness.template import write_template
@@ -47,8 +48,9 @@ class LanguageBackend(Protocol):
         """The static profiler of this language."""
         ...
 
-    def harness_template(self, model: SourceModel, kernel: Kernel) -> str:
-        """A filled-in ``[kernel.<name>]`` table of ``htam.toml`` for ``kernel``."""
+    def harness_template(self, model: SourceModel, kernel: Kernel, recorded: Mapping[str, str] | None = None) -> str:
+        """A filled-in ``[kernel.<name>]`` table of ``htam.toml`` for ``kernel`` (``recorded``: the launcher's
+        tensor dtypes a recording saw)."""
         ...
 
     def validate(self, text: str, path: str | None = None) -> bool | None:
@@ -94,10 +96,11 @@ class Backend:
         """
         return create_profiler(self.kind)
 
-    def harness_template(self, model: SourceModel, kernel: Kernel) -> str:
+    def harness_template(self, model: SourceModel, kernel: Kernel, recorded: Mapping[str, str] | None = None) -> str:
         """A ``[kernel.<name>]`` table for ``htam.toml`` guessed from the kernel's parameters and launch
-        (:func:`htam_core.harness.template.write_template`)."""
-        return write_template(model, kernel)
+        (:func:`htam_core.harness.template.write_template`; ``recorded``: the launcher's tensor dtypes a
+        recording saw, used instead of guesses)."""
+        return write_template(model, kernel, recorded)
 
     def validate(self, text: str, path: str | None = None) -> bool | None:
         """The compiler's verdict on the whole file ``text`` (:func:`htam_core.runtime.compiler.compiler_verdict`:
