@@ -355,6 +355,18 @@ def align_text(elem: str) -> str:
     return f"(htam_V > 1 && ({b} & ({b} - 1)) == 0 ? {b} : alignof({elem}))"
 
 
+def _counters(unit: CudaUnit, v: VecLoop) -> tuple[str, IndexLoop]:
+    """The type of the counters ``htam_tail`` and ``htam_v4`` of loop ``v``'s vector form, and its scalar tail loop.
+    A grid-stride loop (:attr:`LoopFact.grid_stride`, or a step the analysis could not read) counts in 64 bits:
+    ``htam_tail + start`` and its last steps cannot wrap (:mod:`~htam_core.transforms._grid_loop`). A loop stepping
+    by a block's or a warp's width, or by 1, keeps its type: it passes its bound by less than a block, within the
+    range where the start itself is right."""
+    t, var, start = v.type, v.fact.var, f"htam_tail + {v.start}"
+    if v.fact.grid_stride or v.fact.step is None:
+        return counter_type(unit.types, t), index_loop(unit.types, var, t, start, v.bound, v.step)
+    return t, IndexLoop(header(var, t, start, f"{var} < {v.bound}", v.step), "")
+
+
 def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
     """The edit replacing loop ``v`` with its vector main loop, alignment check and scalar tail: ``float4`` when
     every moved element is a float, else a 16-byte struct per pointer (``htam_V = 16 / sizeof(widest)`` elements,
@@ -384,10 +396,7 @@ def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
     align = " | ".join(f"reinterpret_cast<unsigned long long>({p} + ({b}))" for p, b in ptr_of.values())
     t, ind = v.type, syn.indent_of(unit.src, v.node.start_byte)
     width = "4" if v.float4 else "htam_V"
-    # a grid-stride loop counts in 64 bits (`htam_tail + start` and its last steps cannot wrap); a loop stepping by a
-    # block's or a warp's width (or by 1) keeps its type: it stays within the range where the start itself is right
-    wide = v.fact.grid_stride or v.fact.step is None
-    ctype = counter_type(unit.types, t) if wide else t
+    ctype, tail = _counters(unit, v)
     lines = ["{", f"    {ctype} htam_tail = 0;"]
     if not v.float4:
         lines.append(f"    constexpr int htam_V = {width_text(sorted(set(v.types)))};")
@@ -424,14 +433,11 @@ def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
     for k, (p, b) in ptr_of.items():
         if k in written:
             lines.append(f"            reinterpret_cast<{vec[k]} *>({p} + ({b}))[htam_v4] = {k}4;")
-    var = v.fact.var
     lines += [
         "        }",
         f"        htam_tail = htam_n4 * {width};",
         "    }",
-        "    " + loop_text(index_loop(unit.types, var, t, f"htam_tail + {v.start}", v.bound, v.step) if wide else
-                           IndexLoop(header(var, t, f"htam_tail + {v.start}", f"{var} < {v.bound}", v.step), ""),
-                           unit.t(body).replace("\n", "\n    "), syn.is_block(body), "    ", "\n        "),
+        "    " + loop_text(tail, unit.t(body).replace("\n", "\n    "), syn.is_block(body), "    ", "\n        "),
         "}",
     ]
     text = "\n".join(lines).replace("\n", "\n" + ind)
