@@ -9,8 +9,8 @@ blockDim.x``, and 2^31 floats (8 GiB) fit a GPU, so every loop a transform write
 * the transform's own variable (``htam_j``) is declared ``long long`` (:func:`own_loop`);
 * the kernel's index keeps its type in the body, declared from a 64-bit counter (:func:`index_loop`)::
 
-      for (long long htam_k = gid; htam_k < n; htam_k += (long long)blockDim.x * gridDim.x) {
-          int i = (int)htam_k;
+      for (long long htam_gi = gid; htam_gi < n; htam_gi += (long long)blockDim.x * gridDim.x) {
+          int i = (int)htam_gi;
           ...
       }
 
@@ -32,7 +32,7 @@ from htam_core.source.analysis.types import TypeEnv
 #: The type of a counter that cannot wrap for any element count a GPU holds.
 WIDE = "long long"
 #: The counter that carries a narrow kernel index (PyTorch's ``_i_n_d_e_x``).
-COUNTER = "htam_k"
+COUNTER = "htam_gi"
 
 
 def grid_step(ctype: str, dim: str = "x") -> str:
@@ -65,7 +65,7 @@ def own_loop(types: TypeEnv, var: str, itype: str, start: str, bound: str, step:
 @dataclass(frozen=True)
 class IndexLoop:
     """A loop over a kernel's own index: :attr:`head` (the ``for`` line) and :attr:`bind` (the body's first
-    statement, ``int i = (int)htam_k;``, or ``""`` when the index is itself the loop's variable)."""
+    statement, ``int i = (int)htam_gi;``, or ``""`` when the index is itself the loop's variable)."""
 
     head: str
     bind: str

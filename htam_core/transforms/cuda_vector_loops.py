@@ -12,8 +12,8 @@ A loop ``for (T v = S; v < B; v += D) body`` whose every global access is ``P[ba
             }
             htam_tail = htam_n4 * 4;
         }
-        for (long long htam_k = htam_tail + S; htam_k < B; htam_k += D) {  // scalar tail, or everything
-            T v = (T)htam_k;
+        for (long long htam_gi = htam_tail + S; htam_gi < B; htam_gi += D) {  // scalar tail, or everything
+            T v = (T)htam_gi;
             body
         }
     }

@@ -77,9 +77,9 @@ def _texts(tid: str, src: str, kernel: str) -> list[str]:
 @pytest.mark.parametrize("idx", NARROW)
 def test_grid_stride_declares_a_32_bit_index_from_a_64_bit_counter(idx):
     for body in _texts("cuda.grid_stride", ELEMENTWISE.replace("IDX", idx), "scale"):
-        assert ("for (long long htam_k = blockIdx.x * blockDim.x + threadIdx.x; htam_k < n; "
-                "htam_k += (long long)blockDim.x * gridDim.x) {") in body
-        assert f"{idx} i = ({idx})htam_k;" in body
+        assert ("for (long long htam_gi = blockIdx.x * blockDim.x + threadIdx.x; htam_gi < n; "
+                "htam_gi += (long long)blockDim.x * gridDim.x) {") in body
+        assert f"{idx} i = ({idx})htam_gi;" in body
         assert not re.search(r"\bi \+=", body)  # the 32-bit index is never stepped
 
 
@@ -88,14 +88,14 @@ def test_grid_stride_keeps_a_64_bit_index_as_the_loop_variable(idx):
     for body in _texts("cuda.grid_stride", ELEMENTWISE.replace("IDX", idx), "scale"):
         assert f"for ({idx} i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += ({idx})blockDim.x * gridDim.x)" \
             in body
-        assert "htam_k" not in body
+        assert "htam_gi" not in body
 
 
 def test_grid_stride_of_an_auto_index_names_its_type_by_decltype():
     src = ELEMENTWISE.replace("IDX i", "auto i").replace("IDX", "int")
     for body in _texts("cuda.grid_stride", src, "scale"):
         assert "decltype(blockIdx.x * blockDim.x + threadIdx.x) i = (decltype(blockIdx.x * blockDim.x + " \
-               "threadIdx.x))htam_k;" in body
+               "threadIdx.x))htam_gi;" in body
 
 
 # ---------------------------------------------------------------- cuda.coarsen_reduction (_accumulation_text)
@@ -117,15 +117,15 @@ def test_vector_loop_main_and_tail_count_in_64_bits(idx):
     assert ("for (long long htam_v4 = blockIdx.x * blockDim.x + threadIdx.x; htam_v4 < htam_n4; "
             "htam_v4 += blockDim.x * gridDim.x) {") in body
     # the tail starts at htam_tail + start, past INT_MAX for n near it: 64-bit, the loop's variable declared from it
-    assert ("for (long long htam_k = htam_tail + blockIdx.x * blockDim.x + threadIdx.x; htam_k < n; "
-            "htam_k += blockDim.x * gridDim.x) {") in body
-    assert f"{idx} i = ({idx})htam_k;" in body
+    assert ("for (long long htam_gi = htam_tail + blockIdx.x * blockDim.x + threadIdx.x; htam_gi < n; "
+            "htam_gi += blockDim.x * gridDim.x) {") in body
+    assert f"{idx} i = ({idx})htam_gi;" in body
 
 
 @pytest.mark.parametrize("idx", WIDE)
 def test_vector_loop_keeps_a_64_bit_variable(idx):
     (body,) = _texts("cuda.vectorize_float4", STRIDED.replace("IDX", idx), "axpy")
-    assert f"{idx} htam_tail = 0;" in body and "htam_k" not in body
+    assert f"{idx} htam_tail = 0;" in body and "htam_gi" not in body
     assert f"for ({idx} htam_v4 = " in body
     assert f"for ({idx} i = htam_tail + blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)" \
         in body
@@ -148,7 +148,7 @@ def test_a_block_stride_vector_loop_keeps_its_32_bit_counters(idx):
     # only a grid's step can carry a 32-bit counter past the top of its type where the start was right; a block's
     # (or a warp's) step passes the bound by less than a block, and 64-bit counters would cost the row's inner loop
     (body,) = _texts("cuda.vectorize_float4", LANE_ROW.replace("IDX", idx), "row_scale")
-    assert f"{idx} htam_tail = 0;" in body and "long long htam" not in body and "htam_k" not in body
+    assert f"{idx} htam_tail = 0;" in body and "long long htam" not in body and "htam_gi" not in body
     assert f"for ({idx} htam_v4 = threadIdx.x; htam_v4 < htam_n4; htam_v4 += blockDim.x)" in body
     assert f"for ({idx} j = htam_tail + threadIdx.x; j < cols; j += blockDim.x)" in body
 
@@ -162,11 +162,11 @@ def test_lane_columns_row_split_counts_in_64_bits(idx, split):
     assert c.params["row_groups"]  # the rows are split over the grid's y
     body = _body(c.new_text, "bias_grad")
     if split:
-        assert "for (long long htam_k = blockIdx.y * blockDim.y + threadIdx.y; htam_k < B * T;" in body
-        assert "int i = (int)htam_k;" in body
+        assert "for (long long htam_gi = blockIdx.y * blockDim.y + threadIdx.y; htam_gi < B * T;" in body
+        assert "int i = (int)htam_gi;" in body
     else:
         assert (f"for ({idx} i = blockIdx.y * blockDim.y + threadIdx.y; i < B * T; i += gridDim.y * blockDim.y)"
-                in body) and "htam_k" not in body
+                in body) and "htam_gi" not in body
 
 
 # ---------------------------------------------------------------- compile checks

@@ -72,7 +72,7 @@ def test_a_guard_with_ldg_is_still_a_bound_and_an_element_test():
     res = _propose(_text(), "cuda.grid_stride", "count_nonzero")
     assert not isinstance(res, NotApplicable), res.reason
     # a 64-bit counter, the int index declared from it, then the element's test inside the loop
-    assert ("htam_k < n; htam_k += (long long)blockDim.x * gridDim.x) { int i = (int)htam_k; "
+    assert ("htam_gi < n; htam_gi += (long long)blockDim.x * gridDim.x) { int i = (int)htam_gi; "
             "if (__ldg(&v[i]) != 0) atomicAdd(count, 1); }") in " ".join(res[0].new_text.split())
 
 

@@ -118,8 +118,8 @@ def test_grid_stride_early_return_form(cand):
     (c, _) = cand("cuda.grid_stride", EW, "relu_inplace")
     assert "if (tid >= count) return;" not in c.new_text
     # the unsigned index is declared from a 64-bit counter, which cannot wrap below count near UINT_MAX
-    assert "htam_k < count; htam_k += (long long)blockDim.x * gridDim.x) {" in c.new_text
-    assert "unsigned int tid = (unsigned int)htam_k;" in c.new_text
+    assert "htam_gi < count; htam_gi += (long long)blockDim.x * gridDim.x) {" in c.new_text
+    assert "unsigned int tid = (unsigned int)htam_gi;" in c.new_text
 
 
 def test_grid_stride_inline_dim3_grid(cand):

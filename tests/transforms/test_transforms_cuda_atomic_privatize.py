@@ -282,8 +282,8 @@ def test_a_grid_wide_total_gets_the_grid_stride_form_first(kernel, fn):
     first = cs[0]
     assert first.params["form"] == "grid_stride" and first.params["after"] == "cuda.grid_stride"
     body = _body(first.new_text, kernel)
-    assert "for (long long htam_k = blockIdx.x * blockDim.x + threadIdx.x; htam_k < n; htam_k += " in body
-    assert "int i = (int)htam_k;" in body  # the loop counts in 64 bits, the kernel's int index declared from it
+    assert "for (long long htam_gi = blockIdx.x * blockDim.x + threadIdx.x; htam_gi < n; htam_gi += " in body
+    assert "int i = (int)htam_gi;" in body  # the loop counts in 64 bits, the kernel's int index declared from it
     assert body.count(f"{fn}(") == 1 and f"if (htam_lane == 0) {fn}(" in body
     host = first.new_text[first.new_text.index("void run_all"):]
     assert f"{kernel}<<<htam_sm_grid(" in host.replace(" ", "").replace("<<<htam_sm_grid(", "<<<htam_sm_grid(") or \

@@ -34,7 +34,7 @@ def test_an_early_return_matmul_is_tiled(cand, tid, kernel):
 def test_the_grid_stride_loop_takes_a_negated_early_return(cand):
     (c, *_) = cand("cuda.grid_stride", FILE, "scale_not_return")
     body = c.new_text[c.new_text.index("__global__ void scale_not_return"):]
-    assert "htam_k < n" in body[: body.index("\n}\n")] and "int i = (int)htam_k;" in body  # 64-bit counter
+    assert "htam_gi < n" in body[: body.index("\n}\n")] and "int i = (int)htam_gi;" in body  # 64-bit counter
 
 
 def test_the_transpose_tile_takes_an_early_return(cand):

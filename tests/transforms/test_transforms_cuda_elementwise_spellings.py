@@ -19,14 +19,14 @@ def test_every_spelling_takes_float4_and_a_grid_stride_loop(cand, kernel):
     assert "const long long htam_n = (long long)(n);" in v.new_text
     assert f"{kernel}<<<((grid) + 3) / 4, block>>>" in v.new_text
     g = cand("cuda.grid_stride", FILE, kernel)[0]  # (one candidate per grid cap)
-    assert "; htam_k < n; htam_k += (long long)blockDim.x * gridDim.x) {" in g.new_text  # a counter that cannot wrap
-    assert "int i = (int)htam_k;" in g.new_text
+    assert "; htam_gi < n; htam_gi += (long long)blockDim.x * gridDim.x) {" in g.new_text  # a counter that cannot wrap
+    assert "int i = (int)htam_gi;" in g.new_text
 
 
 def test_the_locals_stay_and_the_loop_starts_from_the_index_as_written(cand):
     g = cand("cuda.grid_stride", FILE, "scale_via_locals")[0]
-    assert ("for (long long htam_k = blockIdx.x * bs + tid; htam_k < n; htam_k += (long long)blockDim.x * gridDim.x) {\n"
-            "        int i = (int)htam_k;\n") in g.new_text
+    assert ("for (long long htam_gi = blockIdx.x * bs + tid; htam_gi < n; htam_gi += (long long)blockDim.x * gridDim.x) {\n"
+            "        int i = (int)htam_gi;\n") in g.new_text
     (v,) = cand("cuda.vectorize_float4", FILE, "scale_via_locals")
     assert "const long long htam_gid = (long long)(blockIdx.x * bs + tid);" in v.new_text  # no orphaned locals
 
@@ -34,9 +34,9 @@ def test_the_locals_stay_and_the_loop_starts_from_the_index_as_written(cand):
 def test_a_one_line_early_return_keeps_the_kernel_intact(cand):
     # regression: the body was copied from the start of its line, which also holds the guard (a syntax error)
     g = cand("cuda.grid_stride", FILE, "scale_one_line_return")[0]
-    assert ("for (long long htam_k = blockDim.x * blockIdx.x + threadIdx.x; htam_k < n; "
-            "htam_k += (long long)blockDim.x * gridDim.x) {\n"
-            "        int i = (int)htam_k;\n        out[i] = s * in[i];\n    }\n}") in g.new_text
+    assert ("for (long long htam_gi = blockDim.x * blockIdx.x + threadIdx.x; htam_gi < n; "
+            "htam_gi += (long long)blockDim.x * gridDim.x) {\n"
+            "        int i = (int)htam_gi;\n        out[i] = s * in[i];\n    }\n}") in g.new_text
 
 
 @pytest.mark.parametrize("tid", ["cuda.vectorize_float4", "cuda.grid_stride"])

@@ -74,8 +74,8 @@ def test_the_loop_keeps_the_element_condition_inside(cand, kernel):
     for c in cand(TID, FILE, kernel):
         body = _body(c.new_text, kernel)
         # a 64-bit counter, the kernel's int index declared from it before the element's test
-        assert "for (long long htam_k = blockIdx.x * blockDim.x + threadIdx.x; htam_k < n" in body
-        assert body.index("int i = (int)htam_k;") < body.index(TESTED[kernel][0])
+        assert "for (long long htam_gi = blockIdx.x * blockDim.x + threadIdx.x; htam_gi < n" in body
+        assert body.index("int i = (int)htam_gi;") < body.index(TESTED[kernel][0])
         assert TESTED[kernel][0] in body
         assert "return;" not in body
 

@@ -45,5 +45,5 @@ def test_the_same_kernel_with_indices_gets_the_step() -> None:
     res = _propose(KEPT)
     assert isinstance(res, list) and res
     text = res[0].new_text
-    assert "for (long long htam_k = blockIdx.x * blockDim.x + threadIdx.x; htam_k < count;" in text
-    assert "unsigned pos = (unsigned)htam_k;" in text
+    assert "for (long long htam_gi = blockIdx.x * blockDim.x + threadIdx.x; htam_gi < count;" in text
+    assert "unsigned pos = (unsigned)htam_gi;" in text

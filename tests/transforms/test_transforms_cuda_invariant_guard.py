@@ -36,7 +36,7 @@ def _propose(tid: str, guard: str):
 def test_the_grid_stride_loop_keeps_the_invariant_terms(guard, cond, tmp_path):
     res = _propose("cuda.grid_stride", guard)
     assert not isinstance(res, NotApplicable), res.reason
-    assert f"htam_k < n && ({cond})" in res[0].new_text
+    assert f"htam_gi < n && ({cond})" in res[0].new_text
     if shutil.which("nvcc"):
         assert_nvcc_compiles(res[0].new_text, tmp_path)
 

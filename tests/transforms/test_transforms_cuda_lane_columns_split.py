@@ -54,8 +54,8 @@ def test_few_columns_split_the_rows_over_grid_y(cand, kernel):
     body = _body(c.new_text, kernel)
     # the grid-y row loop counts in 64 bits and declares the kernel's int row from it (a 32-bit i would wrap past
     # INT_MAX - gridDim.y * blockDim.y rows, where the kernel's warp loop was right)
-    assert "htam_k = blockIdx.y * blockDim.y + threadIdx.y; htam_k < B * T; htam_k += gridDim.y * blockDim.y" in body
-    assert "for (long long htam_k" in body and "int i = (int)htam_k;" in body
+    assert "htam_gi = blockIdx.y * blockDim.y + threadIdx.y; htam_gi < B * T; htam_gi += gridDim.y * blockDim.y" in body
+    assert "for (long long htam_gi" in body and "int i = (int)htam_gi;" in body
     assert "atomicAdd(&dbias[o], sum);" in body and "shared[" not in body
     assert c.reorders_only and c.changes_numerics
     f = _facts(c.new_text, kernel)

@@ -94,7 +94,7 @@ def test_an_elementwise_step_reads_through_a_noop_else(tid, alt, tmp_path):
         body = c.new_text[c.new_text.index("__global__ void sq"):c.new_text.index("\nvoid go")]
         assert body.count("{") == body.count("}")
         if tid == "cuda.grid_stride":  # the else went with the if: nothing dangles after the loop
-            assert "else" not in body and "i += " in body
+            assert "else" not in body and "htam_gi += " in body
     if shutil.which("nvcc"):
         for k, c in enumerate(cs):
             assert_nvcc_compiles(c.new_text, tmp_path, f"c{k}.cu")

@@ -20,9 +20,9 @@ FILE = "vector_loop_variants.cu"
 
 def _main_and_tail(f, var: str):
     mains = [lp for lp in f.loops if lp.var == "htam_v4"]
-    # the tail counts in 64 bits (htam_k) and declares the loop's 32-bit variable from it (tests/transforms/
+    # the tail counts in 64 bits (htam_gi) and declares the loop's 32-bit variable from it (tests/transforms/
     # test_grid_loop_counters.py); a 64-bit variable stays the tail's own
-    tails = [lp for lp in f.loops if lp.var in (var, "htam_k")]
+    tails = [lp for lp in f.loops if lp.var in (var, "htam_gi")]
     return mains, tails
 
 
