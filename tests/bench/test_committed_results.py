@@ -8,7 +8,9 @@
   replay reads each candidate's text hash in the table, so a kernel whose transforms or ranking changed since the
   table was measured (``stencil1d_r3`` now gets the shared-memory stencil tile first, ``transpose_fp16`` other
   tile variants; since 2026-12-06 ``jacobi2d`` and most CUDA kernels get ``__ldg`` on their read-only inputs that
-  are not ``const __restrict__``, a candidate the table never measured) is "not in the table" there, by design.
+  are not ``const __restrict__``, a candidate the table never measured; since 2026-12-07 ``gemv_kernel``'s block-size
+  step tries the larger tile first) is "not in the table" there, by design. The kernel replayed is
+  ``swish_rows_kernel``, the one whose replay still equals the committed rows for both policies.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ def test_replay_of_committed_table_gives_committed_rows(table: Path, tmp_path: P
     monkeypatch.chdir(REPO)  # the table's kernel paths are relative to the repository root
     out = tmp_path / "out"
     rc = main(["bench", "replay", "--table", str(table.relative_to(REPO)), "--policies", "htam-cold,random",
-               "--seeds", "1", "--kernels", "gemv_kernel", "--out", str(out)])
+               "--seeds", "1", "--kernels", "swish_rows_kernel", "--out", str(out)])
     assert rc == 0
     mine = json.loads((out / "2026-12-02-nvidia-h200-space-c12-filled4-replay.json").read_text(encoding="utf-8"))
     committed = json.loads(read_data_text(REPLAY))
