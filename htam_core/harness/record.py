@@ -48,6 +48,7 @@ from typing import Any
 
 from htam_core.runtime.children import become_subreaper, die_with_parent, kill_tree
 from htam_core.runtime.triton_interp import read_constexpr_spellings
+from htam_core.types.errors import exception_line
 
 #: Names of reference functions tried by name (``*_ref``, ``ref_*``, ``_reference``, ``torch_*``,
 #: ``naive_*``).
@@ -574,9 +575,6 @@ def autotune_bench_failure(e: BaseException, user_file: Any) -> bool:
     return not any(user_file(f.filename) or Path(f.filename).name == "interpreter.py" for f in after)
 
 
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[0][:200]}" if text and text[0] else type(e).__name__
 
 
 def _site_mapping(rec: _Recorder, names: list[str], frame: Any) -> dict[str, str]:
@@ -650,7 +648,7 @@ def _wrap_factory(rec: _Recorder) -> Any:
             try:
                 out = fn(*run_args, **run_kwargs)
             except Exception as e:
-                call["error"] = _first_line(e)
+                call["error"] = exception_line(e, 200)
                 call["autotune_bench"] = rec.interpret and autotune_bench_failure(e, rec.user_file)
                 rec.flush()
                 raise

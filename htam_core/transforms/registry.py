@@ -26,6 +26,7 @@ from htam_core.source.positions import line_ending, with_line_ending
 from htam_core.source.workspace import LaunchUnit, WorkspaceLaunch, find_launches, launch_unit
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform, apply_edits, diff_edits
 from htam_core.transforms.validate import check_syntax
+from htam_core.types.errors import exception_line
 from htam_core.types.profile import Profile
 from htam_core.types.text import first_sentence
 
@@ -503,9 +504,8 @@ def internal_refusal(title: str, transform_id: str, kernel: Kernel, exc: BaseExc
     ``exc`` (a bug in htam): the exception's type and first line, and how to get its traceback. The traceback
     goes to the log (``logging`` at error level)."""
     _log.error("transform %s failed on %s", transform_id, kernel.name, exc_info=exc)
-    detail = str(exc).splitlines()[0] if str(exc) else ""
     return NotApplicable(reason=f"“{title}” could not be checked on {kernel.name}: internal error in {transform_id} "
-                                f"({type(exc).__name__}{': ' + detail if detail else ''}). This is a bug in htam; "
+                                f"({exception_line(exc)}). This is a bug in htam; "
                                 f"set {DEBUG_ENV}=1 to raise it with its traceback", transform_id=transform_id)
 
 

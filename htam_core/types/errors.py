@@ -30,6 +30,15 @@ class ProfileError(Exception):
         return self.message + "\n" + "\n".join(self.details)
 
 
+def exception_line(exc: BaseException, limit: int | None = None) -> str:
+    """``"Type: first line of the message"`` (the first line cut to ``limit`` characters when given), or ``"Type"``
+    alone for an exception without a message: the one line a refusal or an editor message shows for an internal
+    error, whose traceback goes to the log. :func:`exception_text` gives the whole message instead."""
+    lines = str(exc).strip().splitlines()
+    first = lines[0][:limit] if lines and lines[0] else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
 def exception_text(exc: BaseException) -> str:
     """``"Type: message"`` for an exception, never with an empty message.
 
